@@ -1,0 +1,101 @@
+"""The ``genoctx`` command: a thin Typer layer over the library.
+
+Each command group lives in its own module with a ``register(app)`` function. User errors
+(:class:`genoctx.errors.GenoctxError`, missing files, bad formats) print one line on stderr and
+exit with status 2; ``--debug`` anywhere on the command line shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+try:  # typer >= 0.20 vendors click as typer._click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer with click installed
+    from click.exceptions import ClickException
+
+from genoctx import __version__
+from genoctx.errors import GenoctxError
+
+app = typer.Typer(
+    name="genoctx",
+    help="Long-sequence genomics: tokenize, embed, annotate and score megabase regions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Command modules, in the order they appear in --help. Each defines register(app).
+COMMAND_MODULES = ("tokenize", "info", "model", "embed", "train", "annotate", "score_variants", "eval")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"genoctx {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
+) -> None:
+    """genoctx: long-sequence genomics toolkit."""
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"genoctx.cli.{name}")
+        except ModuleNotFoundError as exc:  # a command group not built yet
+            if exc.name == f"genoctx.cli.{name}":
+                continue
+            raise
+        module.register(app)
+
+
+_register_all()
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI on ``argv`` and return the exit status (used by ``main`` and the tests)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    try:
+        result = app(args=args, standalone_mode=False, prog_name="genoctx")
+        return int(result) if isinstance(result, int) else 0
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        print("genoctx: aborted", file=sys.stderr)
+        return 130
+    except ClickException as exc:  # bad option, missing argument, ...
+        exc.show(file=sys.stderr)
+        return exc.exit_code
+    except GenoctxError as exc:
+        if debug:
+            raise
+        print(f"genoctx: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        if debug:
+            raise
+        what = exc.filename or exc
+        print(f"genoctx: error: {exc.strerror or 'cannot open'}: {what}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("genoctx: interrupted", file=sys.stderr)
+        return 130
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()
