@@ -1,0 +1,786 @@
+"""GPU suite for the Triton kernels: correctness in bf16, then speed at B1 H16 D64 up to T = 1M.
+
+Usage (on a CUDA machine, from the repository root)::
+
+    python benchmarks/gpu_suite.py              # T = 131,072 and 1,048,576
+    python benchmarks/gpu_suite.py --quick      # T = 16,384 and 131,072, fewer check cases
+    python benchmarks/gpu_suite.py --only linear_attn,fla   # comma-separated name filters
+    python benchmarks/gpu_suite.py --sweep      # also sweep linear_attn launch settings
+    python benchmarks/gpu_suite.py --from-json gpu_suite.json   # re-render docs from a saved run
+
+Budget: about 3 minutes of our own work on an H200, plus about 2 minutes the first time fla's
+autotuner runs (seen on the first fla call) and ~20-40 s per FlexAttention compile; FlexAttention
+runs at the largest T only. ``--only check`` runs the correctness part alone (~1 minute).
+
+Sections (each in its own try/except: a failure is recorded and the suite goes on):
+
+1. ``check_*``: every kernel (local_attn, linear_attn, block_topk, moe ops, hybrid_attn) against
+   its fp32 reference with fresh random bf16 inputs, forward and every gradient, as relative RMS
+   error; the bound is 2x the error of plain PyTorch in bf16 on the same inputs plus a floor.
+   Fresh outputs are NaN-filled (``GENOCTX_KERNEL_DEBUG=1``) so unwritten elements fail.
+2. ``time_*``: forward and forward+backward (CUDA events via ``triton.testing.do_bench``, median)
+   and peak memory beside the alternatives: SDPA flash dense causal (T <= 131,072), block-diagonal
+   SDPA, FlexAttention (block-512, local halo, sliding-window-1024), fla ``chunk_linear_attn``.
+3. A table printed last, written to ``docs/benchmarks.md`` (section ``gpu_suite``) and, when
+   ``$OUT`` is set, to ``$OUT/gpu_suite.json`` and ``$OUT/gpu_suite.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Python puts this script's folder first on sys.path, where benchmarks/tokenize.py would shadow
+# the standard library's tokenize (torch's import reaches it through linecache).
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+
+REPO = _HERE.parent
+GiB = 1024 ** 3
+
+
+def _load_report():
+    """benchmarks/_report.py, loaded by path (the folder is not on sys.path, see above)."""
+    spec = importlib.util.spec_from_file_location("_report", _HERE / "_report.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _bootstrap() -> None:
+    """Make ``genoctx.kernels`` importable from a plain checkout (no ``pip install -e``)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    try:
+        importlib.import_module("genoctx.kernels.linear_attn.reference")
+    except ImportError:
+        import genoctx
+        spec = importlib.util.spec_from_file_location(
+            "genoctx.kernels", REPO / "kernels" / "__init__.py",
+            submodule_search_locations=[str(REPO / "kernels")])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["genoctx.kernels"] = mod
+        spec.loader.exec_module(mod)
+        genoctx.kernels = mod
+
+
+_bootstrap()
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+RESULTS: dict = {"meta": {}, "checks": [], "timings": [], "failures": [], "notes": []}
+OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+
+
+# ------------------------------------------------------------------------------------------------
+# bookkeeping
+# ------------------------------------------------------------------------------------------------
+
+def _save() -> None:
+    """Dump what we have so far; called after every section so a timeout keeps partial results."""
+    if OUT is not None:
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / "gpu_suite.json").write_text(json.dumps(RESULTS, indent=1, default=str))
+
+
+def run_section(name: str, fn, *args) -> None:
+    t0 = time.time()
+    print(f"== {name}", flush=True)
+    try:
+        fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the suite records every failure and goes on
+        tb = traceback.format_exc()
+        print(tb, flush=True)
+        RESULTS["failures"].append({"section": name, "error": f"{type(exc).__name__}: {exc}",
+                                    "traceback": tb[-4000:]})
+    finally:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        print(f"   {name}: {time.time() - t0:.1f} s", flush=True)
+        _save()
+
+
+def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
+    x, ref = x.double(), ref.double()
+    if not torch.isfinite(x).all():
+        return float("inf")
+    return ((x - ref).pow(2).mean().sqrt() / ref.pow(2).mean().sqrt().clamp_min(1e-30)).item()
+
+
+def record_check(kernel: str, case: str, names, ours, lowp, ref, floor: float = 1e-3) -> None:
+    """Compare each output/gradient; bound = 2 x plain-PyTorch bf16 error + floor."""
+    for name, a, b, r in zip(names, ours, lowp, ref):
+        if r is None:
+            continue
+        err, base = rel_rms(a, r), rel_rms(b, r) if b is not None else float("nan")
+        bound = 2 * base + floor if math.isfinite(base) else 10 * floor
+        row = dict(kernel=kernel, case=case, quantity=name, err=err, torch_bf16_err=base,
+                   bound=bound, ok=bool(err <= bound))
+        RESULTS["checks"].append(row)
+        flag = "ok " if row["ok"] else "BAD"
+        print(f"   {flag} {kernel:12s} {case:38s} {name:8s} err {err:.2e}  torch-bf16 {base:.2e}",
+              flush=True)
+
+
+def grads(out, inputs, grad_out):
+    need = [t for t in inputs if t is not None and t.requires_grad]
+    g = iter(torch.autograd.grad(out, need, grad_out, allow_unused=True))
+    return [next(g) if (t is not None and t.requires_grad) else None for t in inputs]
+
+
+def leaf(x: torch.Tensor, dtype=None) -> torch.Tensor:
+    return x.detach().to(dtype or x.dtype).requires_grad_()
+
+
+# ------------------------------------------------------------------------------------------------
+# plain-PyTorch low-precision baselines (what "plain PyTorch in bf16" computes)
+# ------------------------------------------------------------------------------------------------
+
+def linear_lowp(q, k, v, causal, state, C=64, eps=1e-6):
+    """The reference's chunked formula with features and matmuls in the input dtype (state fp32)."""
+    dt = q.dtype
+    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    B, T, H, D = q.shape
+    S = state[0] if state is not None else q.new_zeros(B, H, D, v.shape[-1], dtype=torch.float32)
+    z = state[1] if state is not None else q.new_zeros(B, H, D, dtype=torch.float32)
+    if not causal:
+        S = S + torch.einsum("bthd,bthe->bhde", fk, v).float()
+        z = z + fk.float().sum(1)
+        num = torch.einsum("bthd,bhde->bthe", fq, S.to(dt))
+        den = torch.einsum("bthd,bhd->bth", fq, z.to(dt))[..., None] + eps
+        return num / den, (S, z)
+    out = []
+    for c0 in range(0, T, C):
+        qc, kc, vc = fq[:, c0:c0 + C], fk[:, c0:c0 + C], v[:, c0:c0 + C]
+        n = qc.shape[1]
+        tril = torch.ones(n, n, device=q.device, dtype=dt).tril()
+        a = torch.einsum("bqhd,bkhd->bhqk", qc, kc) * tril
+        num = torch.einsum("bqhd,bhde->bqhe", qc, S.to(dt)) + torch.einsum("bhqk,bkhe->bqhe", a, vc)
+        den = torch.einsum("bqhd,bhd->bqh", qc, z.to(dt)) + a.sum(-1).transpose(1, 2)
+        out.append(num / (den[..., None] + eps))
+        S = S + torch.einsum("bkhd,bkhe->bhde", kc, vc).float()
+        z = z + kc.float().sum(1)
+    return torch.cat(out, 1), (S, z)
+
+
+def local_mask(T, block_size, causal, extra, B, H, device):
+    """Dense [B, H, T, T] boolean mask of the local_attn contract (for SDPA baselines)."""
+    NB = (T + block_size - 1) // block_size
+    i = torch.arange(NB, device=device)
+    blk = ((i[:, None] - i[None, :]).abs() <= 1)[None, None].expand(B, H, NB, NB).clone()
+    if extra is not None:
+        from genoctx.kernels._triton_utils import sanitize_extra_blocks
+        ex = sanitize_extra_blocks(extra, batch=B, heads=H, num_blocks=NB, causal=causal,
+                                   device=device).long()
+        for slot in range(ex.shape[-1]):  # one-hot per slot: a scatter would let -1 overwrite
+            e = ex[..., slot]
+            blk |= F.one_hot(e.clamp_min(0), NB).bool() & (e >= 0)[..., None]
+    tok = torch.arange(T, device=device) // block_size
+    m = blk[:, :, tok][:, :, :, tok]
+    if causal:
+        m &= torch.ones(T, T, dtype=torch.bool, device=device).tril()
+    return m
+
+
+def local_lowp(q, k, v, block_size, causal, extra):
+    B, T, H, D = q.shape
+    m = local_mask(T, block_size, causal, extra, B, H, q.device)
+    o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                       attn_mask=m)
+    return o.transpose(1, 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. correctness
+# ------------------------------------------------------------------------------------------------
+
+def _rand_qkv(B, T, H, D, E=None, dtype=torch.bfloat16):
+    dev = "cuda"
+    return (torch.randn(B, T, H, D, device=dev, dtype=dtype),
+            torch.randn(B, T, H, D, device=dev, dtype=dtype),
+            torch.randn(B, T, H, E or D, device=dev, dtype=dtype))
+
+
+def _rand_extra(B, H, NB, nx):
+    """Distinct random key blocks per row (the local_attn contract), about a quarter set to -1."""
+    ex = torch.rand(B, H, NB, NB, device="cuda").argsort(-1)[..., :nx]
+    return torch.where(torch.rand(ex.shape, device="cuda") < 0.25, -1, ex)
+
+
+def check_linear_attn(quick: bool) -> None:
+    from genoctx.kernels.linear_attn.linear_attn import linear_attn
+    from genoctx.kernels.linear_attn.reference import linear_attn_reference
+    cases = [(1, 65536, 4, 64, 64, 64, True, True), (2, 8191, 2, 128, 64, 32, False, True),
+             (1, 16384, 16, 32, 32, 64, True, False), (1, 4097, 4, 64, 64, 128, True, True)]
+    if quick:
+        cases = cases[1:3]
+    names = ["o", "S_f", "z_f", "dq", "dk", "dv", "dS0", "dz0"]
+    for B, T, H, D, E, C, causal, init in cases:
+        q, k, v = _rand_qkv(B, T, H, D, E)
+        st = None
+        if init:
+            st = (torch.rand(B, H, D, E, device="cuda") * 4, torch.rand(B, H, D, device="cuda") * 8)
+        do = torch.randn(B, T, H, E, device="cuda", dtype=torch.bfloat16)
+        dS, dz = torch.randn(B, H, D, E, device="cuda"), torch.randn(B, H, D, device="cuda")
+        results = []
+        for kind in ("ours", "lowp", "ref"):
+            dt = torch.float32 if kind == "ref" else torch.bfloat16
+            x = [leaf(t, dt) for t in (q, k, v)]
+            s0 = tuple(leaf(t) for t in st) if st is not None else None
+            if kind == "ours":
+                o, (S, z) = linear_attn(*x, causal=causal, initial_state=s0,
+                                        output_final_state=True, chunk_size=C)
+            elif kind == "lowp":
+                o, (S, z) = linear_lowp(*x, causal, s0, C)
+            else:
+                o, (S, z) = linear_attn_reference(*x, causal=causal, initial_state=s0,
+                                                  output_final_state=True, chunk_size=C)
+            loss = (o.float() * do.float()).sum() + (S * dS).sum() + (z * dz).sum()
+            g = grads(loss, x + list(s0 or (None, None)), None)
+            results.append([o, S, z] + g)
+        case = (f"B{B} T{T} H{H} D{D} E{E} C{C} {'causal' if causal else 'bidir'}"
+                f"{' +state' if init else ''}")
+        record_check("linear_attn", case, names, *results)
+
+
+def check_local_attn(quick: bool) -> None:
+    from genoctx.kernels.local_attn.local_attn import local_attn
+    from genoctx.kernels.local_attn.reference import local_attn_reference
+    cases = [(1, 4096, 4, 64, 512, True, 0), (2, 3001, 2, 64, 128, False, 3),
+             (1, 4096, 4, 128, 256, True, 4)]
+    if quick:
+        cases = cases[:2]
+    for B, T, H, D, bs, causal, nx in cases:
+        q, k, v = _rand_qkv(B, T, H, D)
+        NB = (T + bs - 1) // bs
+        extra = _rand_extra(B, H, NB, nx) if nx else None
+        do = torch.randn_like(q)
+        results = []
+        for kind in ("ours", "lowp", "ref"):
+            x = [leaf(t, torch.float32 if kind == "ref" else None) for t in (q, k, v)]
+            if kind == "ours":
+                o = local_attn(*x, block_size=bs, causal=causal, extra_blocks=extra)
+            elif kind == "lowp":
+                o = local_lowp(*x, bs, causal, extra)
+            else:
+                o = local_attn_reference(*x, block_size=bs, causal=causal, extra_blocks=extra)
+            results.append([o] + grads(o, x, do.to(o.dtype)))
+        case = f"B{B} T{T} H{H} D{D} bs{bs} {'causal' if causal else 'bidir'} extra{nx}"
+        record_check("local_attn", case, ["o", "dq", "dk", "dv"], *results)
+
+
+def check_hybrid_attn(quick: bool) -> None:
+    from genoctx.kernels.hybrid.hybrid import hybrid_attn
+    from genoctx.kernels.hybrid.reference import hybrid_attn_reference
+    cases = [(1, 8192, 4, 64, 512, True, 2, True), (1, 3001, 2, 64, 128, False, 0, False)]
+    if quick:
+        cases = cases[:1]
+    for B, T, H, D, bs, causal, nx, init in cases:
+        q, k, v = _rand_qkv(B, T, H, D)
+        gate = torch.rand(B, T, H, device="cuda", dtype=torch.bfloat16)
+        NB = (T + bs - 1) // bs
+        extra = _rand_extra(B, H, NB, nx) if nx else None
+        st = None
+        if init:
+            st = (torch.rand(B, H, D, D, device="cuda") * 4, torch.rand(B, H, D, device="cuda") * 8)
+        do = torch.randn_like(q)
+        results = []
+        for kind in ("ours", "lowp", "ref"):
+            dt = torch.float32 if kind == "ref" else torch.bfloat16
+            x = [leaf(t, dt) for t in (q, k, v, gate)]
+            s0 = tuple(leaf(t) for t in st) if st is not None else None
+            if kind == "ours":
+                o, _ = hybrid_attn(*x, block_size=bs, causal=causal, extra_blocks=extra,
+                                   initial_state=s0, output_final_state=True)
+            elif kind == "lowp":
+                g = x[3][..., None]
+                o = g * local_lowp(*x[:3], bs, causal, extra) + (1 - g) * linear_lowp(
+                    *x[:3], causal, s0, bs)[0]
+            else:
+                o, _ = hybrid_attn_reference(*x, block_size=bs, causal=causal, extra_blocks=extra,
+                                             initial_state=s0, output_final_state=True)
+            results.append([o] + grads(o, x + list(s0 or (None, None)), do.to(o.dtype)))
+        case = (f"B{B} T{T} H{H} D{D} bs{bs} {'causal' if causal else 'bidir'} extra{nx}"
+                f"{' +state' if init else ''}")
+        record_check("hybrid_attn", case, ["o", "dq", "dk", "dv", "dgate", "dS0", "dz0"], *results)
+
+
+def check_block_topk(quick: bool) -> None:
+    from genoctx.kernels.block_score.block_score import block_topk
+    from genoctx.kernels.block_score.reference import block_topk_reference
+    cases = [(1, 65536, 4, 64, 512, 8, True, None), (2, 30001, 2, 64, 128, 6, False, 16),
+             (1, 131072, 4, 64, 64, 16, True, 64)]
+    if quick:
+        cases = cases[:2]
+    for B, T, H, D, bs, K, causal, W in cases:
+        NB = (T + bs - 1) // bs
+        nsel = torch.randint(0, K + 1, (B, H, NB), device="cuda")
+        for dt in (torch.float32, torch.bfloat16):
+            q, k, _ = _rand_qkv(B, T, H, D, dtype=dt)
+            kw = dict(block_size=bs, top_k=K, causal=causal, window_blocks=W, num_selected=nsel)
+            i1, s1 = block_topk(q, k, **kw)
+            i2, s2 = block_topk_reference(q, k, **kw)
+            match = 1.0 - (i1 != i2).sum().item() / i1.numel()
+            fin = torch.isfinite(s2)
+            serr = rel_rms(s1[fin], s2[fin]) if fin.any() else 0.0
+            ok = (match == 1.0 if dt == torch.float32 else match >= 0.999) and serr < 1e-5
+            case = (f"B{B} T{T} H{H} bs{bs} K{K} W{W} {'causal' if causal else 'bidir'} "
+                    f"{str(dt)[6:]}")
+            RESULTS["checks"].append(dict(kernel="block_topk", case=case, quantity="indices",
+                                          err=1 - match, torch_bf16_err=float("nan"),
+                                          bound=0.0 if dt == torch.float32 else 1e-3, ok=ok,
+                                          score_err=serr))
+            print(f"   {'ok ' if ok else 'BAD'} block_topk   {case:38s} index match {match:.6f} "
+                  f"score err {serr:.1e}", flush=True)
+
+
+def check_moe(quick: bool) -> None:
+    from genoctx.kernels.moe import moe as M
+    from genoctx.kernels.moe import reference as R
+    for N, K, E, D, Fd in [(4096, 4, 16, 256, 512), (3001, 2, 7, 128, 96)]:
+        x = torch.randn(N, D, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(E, D, Fd, device="cuda", dtype=torch.bfloat16) / D ** 0.5
+        idx = torch.rand(N, E, device="cuda").topk(K, -1).indices
+        tw = torch.rand(N, K, device="cuda").softmax(-1)
+        dy = torch.randn(N, Fd, device="cuda", dtype=torch.bfloat16)
+        xp, order, counts = M.moe_permute(x, idx, E)
+        xp2, order2, counts2 = R.moe_permute(x, idx, E)
+        exact = torch.equal(xp, xp2) and torch.equal(order, order2) and torch.equal(counts, counts2)
+        RESULTS["checks"].append(dict(kernel="moe_permute", case=f"N{N} K{K} E{E}",
+                                      quantity="exact", err=0.0 if exact else 1.0, ok=exact,
+                                      torch_bf16_err=float("nan"), bound=0.0))
+        for impl in ("auto", "triton"):
+            try:
+                _check_moe_impl(M, R, impl, x, w, idx, tw, dy, E)
+            except Exception as exc:  # noqa: BLE001
+                RESULTS["failures"].append({"section": f"check_moe impl={impl}",
+                                            "error": f"{type(exc).__name__}: {exc}",
+                                            "traceback": traceback.format_exc()[-3000:]})
+                print(traceback.format_exc(), flush=True)
+
+
+def _check_moe_impl(M, R, impl, x, w, idx, tw, dy, E):
+    """permute -> grouped_mm(impl) -> unpermute, output and gradients of x, w, topk_weight."""
+    (N, K), (D, Fd) = idx.shape, w.shape[1:]
+    results = []
+    for kind in ("ours", "lowp", "ref"):
+        dt = torch.float32 if kind == "ref" else torch.bfloat16
+        xs, ws, tws = leaf(x, dt), leaf(w, dt), leaf(tw)
+        if kind == "ours":
+            a, o_, c_ = M.moe_permute(xs, idx, E)
+            y = M.moe_unpermute(M.grouped_mm(a, ws, c_, impl=impl), o_, tws)
+        else:
+            a, o_, c_ = R.moe_permute(xs, idx, E)
+            y = R.moe_unpermute(R.grouped_mm_reference(a, ws, c_), o_, tws)
+        results.append([y] + grads(y, [xs, ws, tws], dy.to(y.dtype)))
+    record_check("moe", f"N{N} K{K} E{E} D{D} F{Fd} gmm={impl}", ["y", "dx", "dw", "dtopk_w"],
+                 *results)
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. timings
+# ------------------------------------------------------------------------------------------------
+
+def bench(fn, ms_budget: float = 150.0) -> float:
+    import triton.testing
+    return float(triton.testing.do_bench(fn, warmup=25, rep=ms_budget, return_mode="median"))
+
+
+def time_entry(group, name, T, fwd, inputs, *, flops_fwd, bytes_fwd, bytes_bwd, backward=True):
+    """Median ms of forward and forward+backward, peak GiB of forward+backward, one table row."""
+    row = dict(group=group, impl=name, T=T)
+    try:
+        torch.cuda.synchronize()
+        row["fwd_ms"] = bench(lambda: fwd())
+        if backward:
+            out0 = fwd()
+            out0 = out0[0] if isinstance(out0, tuple) else out0
+            do = torch.randn_like(out0)
+            del out0
+
+            def step():
+                o = fwd()
+                o = o[0] if isinstance(o, tuple) else o
+                torch.autograd.grad(o, inputs, do)
+            row["fwdbwd_ms"] = bench(step, 300.0)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            step()
+        else:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            fwd()
+        torch.cuda.synchronize()
+        row["peak_gib"] = torch.cuda.max_memory_allocated() / GiB
+        row["tflops_fwd"] = flops_fwd / row["fwd_ms"] / 1e9
+        row["gbs_fwd"] = bytes_fwd / row["fwd_ms"] / 1e6
+        if "fwdbwd_ms" in row:
+            row["tflops_fwdbwd"] = 3.5 * flops_fwd / row["fwdbwd_ms"] / 1e9
+            row["gbs_fwdbwd"] = (bytes_fwd + bytes_bwd) / row["fwdbwd_ms"] / 1e6
+    except Exception as exc:  # noqa: BLE001
+        row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        RESULTS["failures"].append({"section": f"time {group}/{name} T={T}", "error": row["error"],
+                                    "traceback": traceback.format_exc()[-3000:]})
+    RESULTS["timings"].append(row)
+    print("   " + _fmt_row(row), flush=True)
+    torch.cuda.empty_cache()
+    _save()
+
+
+def _fmt_row(r) -> str:
+    def f(key, spec):
+        return format(r[key], spec) if key in r else "-"
+    return (f"{r['group']:8s} {r['impl']:28s} T={r['T']:>8d} fwd {f('fwd_ms', '8.2f')} ms  "
+            f"fwd+bwd {f('fwdbwd_ms', '8.2f')} ms  peak {f('peak_gib', '6.2f')} GiB "
+            f"{r.get('error', '')}")
+
+
+def _attn_inputs(T, H=16, D=64):
+    q, k, v = (torch.randn(1, T, H, D, device="cuda", dtype=torch.bfloat16).requires_grad_()
+               for _ in range(3))
+    return q, k, v
+
+
+def wanted(name: str, only: list[str] | None) -> bool:
+    """A section or row runs when no filter is given or one filter is a substring of its name."""
+    return only is None or any(o in name for o in only)
+
+
+def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
+    """Ours and the alternatives at B1 H16 D64 bf16."""
+    H, D, BS = 16, 64, 512
+    q, k, v = _attn_inputs(T, H, D)
+    io = 2 * T * H * D  # bytes of one [1, T, 16, 64] bf16 tensor
+    keys_local = 1.5 * BS  # causal halo: previous block plus half of the own block on average
+    fl_local = 4 * H * T * keys_local * D
+    C = 64
+    fl_lin = 2 * H * T * (C * D + C * D + 3 * D * D)
+    rows = []
+
+    def want(name):
+        return wanted(name, only) or wanted("time_attention", only)
+
+    if want("local_attn"):
+        from genoctx.kernels.local_attn.local_attn import local_attn
+        rows.append(("local", "local_attn (ours, bs512)",
+                     lambda: local_attn(q, k, v, block_size=BS), fl_local, 4 * io, 7 * io))
+    if want("linear_attn"):
+        from genoctx.kernels.linear_attn.linear_attn import linear_attn
+        rows.append(("linear", "linear_attn (ours, C64)", lambda: linear_attn(q, k, v)[0],
+                     fl_lin, 4 * io, 7 * io))
+    if want("hybrid_attn"):
+        from genoctx.kernels.hybrid.hybrid import hybrid_attn
+        gate = torch.rand(1, T, H, device="cuda", dtype=torch.bfloat16).requires_grad_()
+        rows.append(("hybrid", "hybrid_attn (ours, bs512)",
+                     lambda: hybrid_attn(q, k, v, gate, block_size=BS)[0],
+                     fl_local + fl_lin, 4 * io, 7 * io))
+    if want("alternatives") or want("fla"):
+        rows += _alternatives(q, k, v, T, BS, io, fl_lin, only, with_flex)
+    for group, name, fn, fl, bf, bb in rows:
+        inputs = [q, k, v] + ([gate] if group == "hybrid" else [])
+        time_entry(group, name, T, fn, inputs, flops_fwd=fl, bytes_fwd=bf, bytes_bwd=bb)
+
+
+def _alternatives(q, k, v, T, BS, io, fl_lin, only, with_flex):
+    H, D = q.shape[2], q.shape[3]
+    rows = []
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+    if wanted("alternatives", only) or wanted("time_attention", only):
+        if T <= 131072:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            def dense():
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
+            rows.append(("alt", "SDPA flash dense causal", dense, 2 * H * T * T * D, 4 * io,
+                         7 * io))
+
+        def blockdiag():
+            NB = T // BS
+            qb, kb, vb = (x.reshape(NB, BS, H, D).transpose(1, 2) for x in (q, k, v))
+            return F.scaled_dot_product_attention(qb, kb, vb, is_causal=True)
+        rows.append(("alt", f"SDPA block-diagonal {BS}", blockdiag, 4 * H * T * BS / 2 * D,
+                     4 * io, 7 * io))
+        if with_flex:  # one compile per mask and shape: only at the largest T
+            rows += _flex_rows(qt, kt, vt, T, BS, io)
+    try:
+        from fla.ops.linear_attn import chunk_linear_attn
+
+        def fla_fn():
+            fq, fk = F.elu(q) + 1, F.elu(k) + 1
+            return chunk_linear_attn(fq, fk, v, scale=1.0, normalize=True)[0]
+
+        def fla_core():
+            return chunk_linear_attn(q, k, v, normalize=True)[0]
+        rows.append(("alt", "fla chunk_linear_attn (+elu+1)", fla_fn, fl_lin, 4 * io, 7 * io))
+        rows.append(("alt", "fla chunk_linear_attn (bare)", fla_core, fl_lin, 4 * io, 7 * io))
+    except ImportError as exc:
+        RESULTS["notes"].append(f"fla not importable ({exc}); its rows are skipped")
+    return rows
+
+
+def _flex_rows(qt, kt, vt, T, BS, io):
+    """FlexAttention rows; block masks are built from their tile structure (no T x T evaluation)."""
+    from torch.nn.attention.flex_attention import flex_attention
+    flex = torch.compile(flex_attention, dynamic=False)
+    H, D = qt.shape[1], qt.shape[3]
+    TILE, per, win = 128, BS // 128, 1024 // 128
+    m = torch.arange(T // TILE, device="cuda")[:, None]
+    ar = torch.arange(2 * per, device="cuda")[None, :]
+
+    def blockdiag_mask(b, h, qi, ki):
+        return (qi // BS == ki // BS) & (ki <= qi)
+
+    def halo_mask(b, h, qi, ki):
+        return (qi // BS - ki // BS <= 1) & (ki <= qi)
+
+    def swa_mask(b, h, qi, ki):
+        return (qi - ki < 1024) & (ki <= qi)
+
+    # (name, mask_mod, full kv tiles of q tile m, partial kv tiles of m, useful FLOPs)
+    own = (m // per) * per + ar[:, :per]
+    prev_own = (m // per - 1) * per + ar
+    swa_full = m - 1 - torch.arange(win - 1, device="cuda")[None, :]
+    specs = [("FlexAttention block-512", blockdiag_mask, own, m, 4 * H * T * BS / 2 * D),
+             ("FlexAttention local halo 512", halo_mask, prev_own, m, 4 * H * T * 1.5 * BS * D),
+             ("FlexAttention sliding-window 1024", swa_mask, swa_full,
+              torch.cat([m - win, m], 1), 4 * H * T * 1024 * D)]
+    rows = []
+    for name, mask_mod, full, part, fl in specs:
+        bm = _tile_block_mask(full, (full >= 0) & (full < m), part, part >= 0, mask_mod, T, TILE)
+        rows.append(("alt", name, (lambda bm=bm: flex(qt, kt, vt, block_mask=bm)), fl, 4 * io,
+                     7 * io))
+    return rows
+
+
+def _tile_block_mask(full, full_ok, part, part_ok, mask_mod, T, TILE):
+    """A BlockMask from per-q-tile candidate kv tiles ``[NT, W]`` and their validity."""
+    from torch.nn.attention.flex_attention import BlockMask
+    NT = T // TILE
+
+    def pack(cand, ok):  # BlockMask wants [.., NT, NT] indices: listed tiles first, ascending
+        cand, ok = torch.broadcast_tensors(cand, ok)
+        rows = torch.arange(NT, device=cand.device)[:, None].expand_as(cand)
+        dense = torch.zeros(NT, NT, dtype=torch.int32, device=cand.device)
+        dense[rows[ok], cand[ok]] = 1
+        idx = torch.argsort(dense, dim=-1, descending=True, stable=True)
+        return dense.sum(-1).int()[None, None], idx.int().contiguous()[None, None]
+
+    pn, pi = pack(part, part_ok)
+    fn, fi = pack(full, full_ok)
+    return BlockMask.from_kv_blocks(pn, pi, fn, fi, BLOCK_SIZE=TILE, mask_mod=mask_mod,
+                                    seq_lengths=(T, T))
+
+
+def sweep_linear_attn(T: int) -> None:
+    """Chunk size and launch settings of linear_attn at B1 H16 D64 (the defaults come first)."""
+    LA = importlib.import_module("genoctx.kernels.linear_attn.linear_attn")
+    q, k, v = _attn_inputs(T)
+    io = 2 * T * 16 * 64
+    sweep = [(64, {}), (64, {"bwd": {"num_stages": 3}}), (64, {"bwd": {"num_warps": 8}}),
+             (64, {"fwd": {"num_stages": 2}}), (64, {"programs_per_sm": 16}),
+             (64, {"programs_per_sm": 4}), (32, {}), (128, {})]
+    for C, tune in sweep:
+        LA.TUNE.clear()
+        LA.TUNE.update(tune)
+        fl = 2 * 16 * T * (2 * C * 64 + 3 * 64 * 64)
+        label = " ".join(f"{k}={v}" for k, v in tune.items()) or "defaults"
+        time_entry("sweep", f"linear_attn C{C} {label}", T,
+                   lambda C=C: LA.linear_attn(q, k, v, chunk_size=C)[0], [q, k, v], flops_fwd=fl,
+                   bytes_fwd=4 * io, bytes_bwd=7 * io)
+    LA.TUNE.clear()
+
+
+def time_block_topk(T: int) -> None:
+    from genoctx.kernels.block_score.block_score import block_topk
+    from genoctx.kernels.block_score.reference import block_topk_reference
+    H, D, BS = 16, 64, 512
+    q, k, _ = _attn_inputs(T, H, D)
+    impls = [("block_topk (ours)", block_topk), ("block_topk_reference (torch)",
+                                                 block_topk_reference)]
+    with torch.no_grad():
+        for name, fn in impls:
+            def run(fn=fn):
+                return fn(q, k, block_size=BS, top_k=8, window_blocks=64)
+            time_entry("topk", name + " bs512 K8 W64", T, run, [],
+                       flops_fwd=2 * H * (T / BS) * 128 * D, bytes_fwd=4 * T * H * D,
+                       bytes_bwd=0, backward=False)
+
+
+def time_moe(quick: bool) -> None:
+    from genoctx.kernels.moe import moe as M
+    from genoctx.kernels.moe import reference as R
+    N, K, E, D, Fd = (8192, 4, 64, 1024, 2048) if quick else (32768, 4, 64, 1024, 2048)
+    x = torch.randn(N, D, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    w = (torch.randn(E, D, Fd, device="cuda", dtype=torch.bfloat16) / D ** 0.5).requires_grad_()
+    idx = torch.rand(N, E, device="cuda").topk(K, -1).indices
+    tw = torch.rand(N, K, device="cuda").softmax(-1).requires_grad_()
+    Mrows = N * K
+    xp, order, counts = M.moe_permute(x.detach(), idx, E)
+    xp = xp.detach().requires_grad_()
+    yp = torch.randn(Mrows, Fd, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    fl_gmm = 2 * Mrows * D * Fd
+    tag = f"N{N} K{K} E{E} D{D} F{Fd}"
+    gmm = [("grouped_mm torch._grouped_mm", lambda: M.grouped_mm(xp, w, counts, impl="torch")),
+           ("grouped_mm triton", lambda: M.grouped_mm(xp, w, counts, impl="triton")),
+           ("grouped_mm loop (reference)", lambda: R.grouped_mm_reference(xp, w, counts))]
+    for name, fn in gmm:
+        time_entry("moe", f"{name} {tag}", Mrows, fn, [xp, w], flops_fwd=fl_gmm,
+                   bytes_fwd=2 * (Mrows * D + E * D * Fd + Mrows * Fd), bytes_bwd=0)
+    byt = 2 * Mrows * D * 2
+    for name, fn in [("moe_permute (ours)", lambda: M.moe_permute(x, idx, E)[0]),
+                     ("moe_permute (reference)", lambda: R.moe_permute(x, idx, E)[0])]:
+        time_entry("moe", f"{name} {tag}", Mrows, fn, [x], flops_fwd=0, bytes_fwd=byt,
+                   bytes_bwd=byt)
+    byt = 2 * (Mrows * Fd + N * Fd)
+    for name, fn in [("moe_unpermute (ours)", lambda: M.moe_unpermute(yp, order, tw)),
+                     ("moe_unpermute (reference)", lambda: R.moe_unpermute(yp, order, tw))]:
+        time_entry("moe", f"{name} {tag}", Mrows, fn, [yp, tw], flops_fwd=2 * Mrows * Fd,
+                   bytes_fwd=byt, bytes_bwd=2 * byt)
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. report
+# ------------------------------------------------------------------------------------------------
+
+TARGETS = {  # (fwd ms, fwd+bwd ms, peak GiB) at T = 1M
+    "local_attn (ours, bs512)": (5.5, 25.0, None),
+    "linear_attn (ours, C64)": (8.0, 29.0, 16.0),
+    "hybrid_attn (ours, bs512)": (10.0, 45.0, 20.0),
+}
+
+
+def render(results: dict) -> str:
+    md_table = _load_report().md_table
+    meta = results["meta"]
+    out = [f"Card: **{meta.get('device', '?')}**; torch {meta.get('torch')}, triton "
+           f"{meta.get('triton')}, fla {meta.get('fla', 'absent')}. "
+           f"Command: `{meta.get('command')}` "
+           f"({meta.get('date', '')}, {meta.get('wall_s', 0):.0f} s).", ""]
+    checks = results["checks"]
+    bad = [c for c in checks if not c["ok"]]
+    out.append(f"### Correctness (bf16, relative RMS vs fp32 reference; bound = 2 x plain-PyTorch "
+               f"bf16 error + 1e-3): {len(checks) - len(bad)}/{len(checks)} pass")
+    out.append("")
+    rows = [[c["kernel"], c["case"], c["quantity"], f"{c['err']:.2e}",
+             f"{c['torch_bf16_err']:.2e}", "ok" if c["ok"] else "**FAIL**"] for c in checks]
+    out += [md_table(["kernel", "case", "quantity", "error", "torch bf16 error", ""], rows), ""]
+    out.append("### Speed (B1 H16 D64 bf16 unless stated; median of CUDA-event timings)")
+    out.append("")
+    rows = []
+    ours = {}
+    for r in results["timings"]:
+        if "(ours" in r["impl"] and "fwd_ms" in r:
+            ours.setdefault(r["T"], []).append(r)
+    for r in results["timings"]:
+        def g(key, spec):
+            return format(r[key], spec) if key in r else "-"
+        speed = ""
+        if r["group"] == "alt" and "fwd_ms" in r:
+            parts = []
+            for o in ours.get(r["T"], []):
+                if o["group"] in ("local", "linear", "hybrid"):
+                    fb = (f"/{r['fwdbwd_ms'] / o['fwdbwd_ms']:.2f}x"
+                          if "fwdbwd_ms" in r and "fwdbwd_ms" in o else "")
+                    parts.append(f"{o['group']} {r['fwd_ms'] / o['fwd_ms']:.2f}x{fb}")
+            speed = ", ".join(parts)
+        rows.append([r["impl"], r["T"], g("fwd_ms", ".2f"), g("fwdbwd_ms", ".2f"),
+                     g("tflops_fwd", ".1f"), g("gbs_fwd", ".0f"), g("peak_gib", ".2f"),
+                     speed or r.get("error", "")])
+    out += [md_table(["impl", "T", "fwd ms", "fwd+bwd ms", "fwd TFLOP/s", "fwd GB/s", "peak GiB",
+                      "ours faster by (fwd/fwd+bwd)"], rows), ""]
+    out.append("TFLOP/s count useful work only (local: 1.5 x 512 keys per query; linear: chunk "
+               "products); GB/s counts each input read once and each output written once. Peak "
+               "GiB is torch.cuda.max_memory_allocated over one forward+backward, inputs "
+               "included. 'ours faster by' = alternative time / our time.")
+    tgt = []
+    for r in results["timings"]:
+        if r["impl"] in TARGETS and r["T"] == 1 << 20:
+            f_t, fb_t, p_t = TARGETS[r["impl"]]
+            tgt.append([r["impl"], f"{r.get('fwd_ms', float('nan')):.2f} / {f_t}",
+                        f"{r.get('fwdbwd_ms', float('nan')):.2f} / {fb_t}",
+                        f"{r.get('peak_gib', float('nan')):.2f} / {p_t or '-'}"])
+    if tgt:
+        out += ["", "### Targets at T = 1,048,576 (measured / target)", "",
+                md_table(["kernel", "fwd ms", "fwd+bwd ms", "peak GiB"], tgt)]
+    if results["failures"]:
+        out += ["", "### Failures", ""]
+        out += [f"- {f['section']}: `{f['error'][:200]}`" for f in results["failures"]]
+    if results.get("notes"):
+        out += [""] + [f"- note: {n}" for n in results["notes"]]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="T = 16,384 and 131,072; fewer cases")
+    ap.add_argument("--only", help="comma-separated filters; run only sections/rows whose name "
+                                   "contains one (linear_attn, local_attn, hybrid_attn, "
+                                   "block_topk, moe, alternatives, fla, sweep, check, time)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="also sweep linear_attn's chunk size and launch settings at the largest T")
+    ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
+    ap.add_argument("--from-json", help="render a saved gpu_suite.json into docs and exit")
+    args = ap.parse_args(argv)
+    write_section = _load_report().write_section
+    if args.from_json:
+        write_section("gpu_suite", render(json.loads(Path(args.from_json).read_text())))
+        return 0
+    if not torch.cuda.is_available():
+        print("gpu_suite needs a CUDA GPU", file=sys.stderr)
+        return 2
+    import triton
+    t_start = time.time()
+    meta = RESULTS["meta"]
+    meta.update(device=torch.cuda.get_device_name(0), torch=torch.__version__,
+                triton=triton.__version__, date=time.strftime("%Y-%m-%d %H:%M"),
+                command="python benchmarks/gpu_suite.py "
+                + " ".join(sys.argv[1:] if argv is None else argv))
+    try:
+        import fla
+        meta["fla"] = getattr(fla, "__version__", "?")
+    except ImportError:
+        pass
+    print(meta, flush=True)
+    only = args.only.split(",") if args.only else None
+    Ts = [16384, 131072] if args.quick else [131072, 1 << 20]
+    os.environ["GENOCTX_KERNEL_DEBUG"] = "1"
+    torch.manual_seed(0)
+    checks = [check_linear_attn, check_local_attn, check_hybrid_attn, check_block_topk, check_moe]
+    for name, fn in ((f.__name__, f) for f in checks):
+        if wanted(name, only):
+            run_section(name, fn, args.quick)
+    os.environ.pop("GENOCTX_KERNEL_DEBUG", None)
+    for T in Ts:
+        names = ("local_attn", "linear_attn", "hybrid_attn", "alternatives", "fla", "time")
+        if any(wanted(n, only) for n in names):
+            run_section(f"time_attention T={T}", time_attention, T, only, T == Ts[-1])
+        if wanted("time_block_topk", only):
+            run_section(f"time_block_topk T={T}", time_block_topk, T)
+    if wanted("time_moe", only):
+        run_section("time_moe", time_moe, args.quick)
+    if args.sweep:
+        run_section("sweep_linear_attn", sweep_linear_attn, Ts[-1])
+    meta["wall_s"] = time.time() - t_start
+    text = render(RESULTS)
+    print(text)
+    if OUT is not None:
+        (OUT / "gpu_suite.md").write_text(text)
+    _save()
+    if not args.no_doc:
+        write_section("gpu_suite", text)
+    return 1 if any(not c["ok"] for c in RESULTS["checks"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""``genoctx info``: what is in a file — contigs, lengths, N content, soft-masking, GC.
+
+The format is detected from the content (magic bytes), not the file name. FASTA and GenBank
+are described here; BAM/CRAM/SAM go to :func:`genoctx.io.bam.bam_info` and VCF/BCF to
+:func:`genoctx.io.vcf.vcf_info`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import typer
+
+from genoctx.errors import GenoctxError, InputError
+from genoctx.io.fasta import FORMAT_NAMES, fasta_info, sequence_stats, sniff_format
+
+EPILOG = """Examples:
+
+  genoctx info ce.fa
+
+  genoctx info genome.gbff.gz --json
+"""
+MAX_ROWS = 50
+
+
+def _totals(records: list[dict]) -> dict:
+    names = [r["name"] for r in records]
+    length = sum(r["length"] for r in records)
+    acgt = sum(r["length"] - r["n_count"] for r in records)
+    gc_bases = sum(r["gc"] * (r["length"] - r["n_count"]) for r in records if r["gc"] is not None)
+    return {"records": len(records), "length": length,
+            "n_count": sum(r["n_count"] for r in records),
+            "softmasked": sum(r["softmasked"] for r in records),
+            "gc": gc_bases / acgt if acgt else None,
+            "duplicate_names": len(names) - len(set(names))}
+
+
+def _genbank_info(path: Path, compression: str) -> list[dict]:
+    import gzip
+
+    from Bio import SeqIO
+
+    opener = gzip.open if compression in ("gzip", "bgzf") else open
+    records = []
+    try:
+        with opener(path, "rt") as fh:
+            for rec in SeqIO.parse(fh, "genbank"):
+                stats = sequence_stats(bytes(rec.seq))
+                records.append({"name": rec.id, **stats, "features": len(rec.features)})
+    except (ValueError, EOFError, OSError) as exc:
+        raise InputError(f"{path}: cannot parse GenBank ({exc})") from None
+    if not records:
+        raise InputError(f"{path} holds no GenBank records")
+    return records
+
+
+def _delegate(module: str, func: str, path: Path) -> dict:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise GenoctxError(f"reading this format needs {module}, which is not available") \
+            from None
+    return getattr(mod, func)(str(path))
+
+
+def describe(path: Path) -> dict:
+    """Everything ``genoctx info`` reports about ``path``, as a JSON-ready dict."""
+    fmt, compression = sniff_format(path)
+    head = {"path": str(path), "format": fmt, "compression": compression}
+    if fmt == "fasta":
+        # Described even with repeated names (free-text headers), which are reported instead.
+        records = fasta_info(path, unique=False)
+        return {**head, "totals": _totals(records), "records": records}
+    if fmt == "genbank":
+        records = _genbank_info(path, compression)
+        return {**head, "totals": _totals(records), "records": records}
+    if fmt in ("bam", "cram", "sam"):
+        return {**head, **_delegate("genoctx.io.bam", "bam_info", path), **head}
+    if fmt in ("vcf", "bcf"):
+        return {**head, **_delegate("genoctx.io.vcf", "vcf_info", path), **head}
+    raise InputError(f"{path} looks like {FORMAT_NAMES.get(fmt, fmt)}; info reads FASTA, "
+                     "GenBank, BAM/CRAM/SAM and VCF/BCF")
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.2f}" if whole else "-"
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                      enumerate(zip(r, widths))).rstrip() for r in rows]
+
+
+def _sequence_text(info: dict) -> list[str]:
+    t = info["totals"]
+    lines = [f"{info['path']}: {FORMAT_NAMES[info['format']]} ({info['compression']}), "
+             f"{t['records']:,} records, {t['length']:,} bp"]
+    rows = [["name", "length", "N", "N%", "softmasked%", "GC%"]]
+    for r in info["records"][:MAX_ROWS] + [{"name": "total", **t}]:
+        gc = f"{100 * r['gc']:.2f}" if r["gc"] is not None else "-"
+        rows.append([r["name"], f"{r['length']:,}", f"{r['n_count']:,}",
+                     _pct(r["n_count"], r["length"]), _pct(r["softmasked"], r["length"]), gc])
+    lines += _table(rows)
+    if len(info["records"]) > MAX_ROWS:
+        lines.append(f"... {len(info['records']) - MAX_ROWS:,} more records (--json lists all)")
+    if t["duplicate_names"]:
+        lines.append(f"note: {t['duplicate_names']:,} records repeat an earlier name (the first "
+                     "word of the header); fetching by name (tokenize --region) refuses this file")
+    return lines
+
+
+def _generic_text(info: dict, indent: str = "") -> list[str]:
+    lines = []
+    for key, value in info.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"{indent}{key}:")
+            cols = list(dict.fromkeys(c for v in value for c in v))
+            lines += [indent + "  " + s for s in
+                      _table([cols] + [[str(v.get(c, "")) for c in cols] for v in value])]
+        elif isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            lines += _generic_text(value, indent + "  ")
+        else:
+            lines.append(f"{indent}{key}: {value}")
+    return lines
+
+
+def info(
+    input: Path = typer.Argument(..., help="FASTA, GenBank, BAM/CRAM/SAM or VCF/BCF (plain or "
+                                 "compressed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Describe a file: contigs, lengths, N content, soft-masked fraction, GC."""
+    data = describe(input)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+    elif "records" in data and "totals" in data:
+        typer.echo("\n".join(_sequence_text(data)))
+    else:
+        typer.echo("\n".join(_generic_text(data)))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``genoctx info`` to the app."""
+    app.command("info", epilog=EPILOG)(info)

@@ -1,0 +1,211 @@
+"""``genoctx tokenize``: FASTA regions (or a BAM pileup) → context windows of token ids (.npz).
+
+The output holds, for ``W`` windows of ``context`` tokens:
+
+- ``tokens``  [W, context] token ids, the last window of each region padded with ``<pad>`` (0)
+- ``starts`` / ``ends`` [W] 0-based half-open genomic interval of each window's valid tokens
+- ``contigs`` [W] contig of each window; ``lengths`` [W] valid tokens per window
+- ``softmask`` [W, context] bool, lowercase bases (``--kind nucleotide``)
+- ``channels`` [W, context, C] float16 and ``channel_names`` [C] (``--kind pileup``)
+- ``kind``, ``context``, ``overlap``, ``vocab_size``, ``k`` (k-mer only), ``source``
+
+Windows never cross a region or contig boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from genoctx.errors import GenoctxError, InputError
+from genoctx.io.atomic import atomic_open
+from genoctx.io.fasta import FastaFile
+from genoctx.io.regions import Region, read_bed
+from genoctx.progress import progress_bar
+from genoctx.tokenize import nucleotide as nt
+from genoctx.tokenize.kmer import KmerTokenizer
+from genoctx.tokenize.windows import DEFAULT_CONTEXT, fill_windows, plan_windows
+
+EPILOG = """Examples:
+
+  genoctx tokenize ce.fa --region CHROMOSOME_I:1-1,009,800 --context 131072 --out ce.npz
+
+  genoctx tokenize genome.fa.gz --regions targets.bed --kind kmer --k 6 --out kmers.npz
+
+  genoctx tokenize reads.bam --kind pileup --reference ce.fa -r CHROMOSOME_I:1-20000 -o p.npz
+"""
+
+
+class Kind(str, Enum):
+    nucleotide = "nucleotide"
+    kmer = "kmer"
+    pileup = "pileup"
+
+
+@dataclass
+class _Outputs:
+    """Preallocated output arrays, filled region by region."""
+
+    tokens: np.ndarray
+    softmask: np.ndarray | None = None
+    channels: np.ndarray | None = None
+    channel_names: list[str] | None = None
+    starts: list[np.ndarray] = field(default_factory=list)
+    ends: list[np.ndarray] = field(default_factory=list)
+    contigs: list[str] = field(default_factory=list)
+    lengths: list[np.ndarray] = field(default_factory=list)
+
+
+def _targets(fa: FastaFile, region: list[str] | None, regions: Path | None) -> list[Region]:
+    if region and regions:
+        raise InputError("give --region or --regions, not both")
+    if regions is not None:
+        found = read_bed(regions, fa.lengths)
+        if not found:
+            raise InputError(f"{regions} lists no regions")
+        return found
+    if region:
+        return [fa.resolve(text) for text in region]
+    return [Region(name, 0, size) for name, size in fa.lengths.items()]
+
+
+def _record(out: _Outputs, r: Region, plan: list[tuple[int, int]], bases) -> None:
+    """Genomic starts/ends of the windows; ``bases`` maps token offsets to base offsets."""
+    tok_start = np.array([s for s, _ in plan], dtype=np.int64)
+    tok_end = np.array([e for _, e in plan], dtype=np.int64)
+    out.starts.append(r.start + bases(tok_start))
+    out.ends.append(r.start + bases(tok_end))
+    out.lengths.append(tok_end - tok_start)
+    out.contigs += [r.contig] * len(plan)
+
+
+def _fill_sequence(fa: FastaFile, targets: list[Region], kind: Kind, tok: KmerTokenizer | None,
+                   context: int, overlap: int, bar) -> _Outputs:
+    num = [len(r) if tok is None else tok.num_tokens(len(r)) for r in targets]
+    plans = [plan_windows(n, context, overlap) for n in num]
+    num_windows = sum(len(p) for p in plans)
+    dtype = np.uint8 if tok is None else np.int32
+    out = _Outputs(tokens=np.full((num_windows, context), nt.PAD, dtype=dtype))
+    if kind is Kind.nucleotide:
+        out.softmask = np.zeros((num_windows, context), dtype=bool)
+    bar.update(total=num_windows)
+    row = 0
+    for r, plan in zip(targets, plans):
+        rows = slice(row, row + len(plan))
+        # Token ids straight from the file: one read-and-translate pass (see FastaFile).
+        ids = fa.fetch_array(r.contig, r.start, r.end, table=nt.ENCODE_TABLE)
+        if tok is None:
+            mask = fa.fetch_array(r.contig, r.start, r.end, table=nt.SOFTMASK_TABLE)
+            fill_windows(mask.view(bool), plan, out.softmask[rows])
+            _record(out, r, plan, lambda t: t)
+        else:
+            ids = tok.from_base_ids(ids)
+            _record(out, r, plan, lambda t, n=len(r): tok.base_offsets(t, n))
+        fill_windows(ids, plan, out.tokens[rows])
+        row += len(plan)
+        bar.advance(len(plan))
+    return out
+
+
+def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int,
+                 overlap: int, bar) -> _Outputs:
+    from genoctx.tokenize.pileup import tokenize_pileup
+
+    plans = [plan_windows(len(r), context, overlap) for r in targets]
+    num_windows = sum(len(p) for p in plans)
+    out, row = None, 0
+    bar.update(total=num_windows)
+    for r, plan in zip(targets, plans):
+        ids, channels, names = tokenize_pileup(str(bam), str(reference), r)
+        if len(ids) != len(r) or channels.shape[0] != len(r):
+            raise GenoctxError(f"pileup of {r} returned {len(ids)} tokens for {len(r)} bases")
+        if out is None:
+            out = _Outputs(tokens=np.full((num_windows, context), nt.PAD, dtype=ids.dtype),
+                           channels=np.zeros((num_windows, context, channels.shape[1]),
+                                             dtype=np.float16),
+                           channel_names=list(names))
+        rows = slice(row, row + len(plan))
+        fill_windows(ids, plan, out.tokens[rows])
+        fill_windows(channels.astype(np.float16), plan, out.channels[rows])
+        _record(out, r, plan, lambda t: t)
+        row += len(plan)
+        bar.advance(len(plan))
+    return out
+
+
+def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, overlap: int,
+            source: Path) -> dict[str, np.ndarray]:
+    arrays = {
+        "tokens": out.tokens,
+        "starts": np.concatenate(out.starts).astype(np.int64),
+        "ends": np.concatenate(out.ends).astype(np.int64),
+        "contigs": np.array(out.contigs, dtype=str),
+        "lengths": np.concatenate(out.lengths).astype(np.int64),
+        "kind": np.array(kind.value), "context": np.array(context),
+        "overlap": np.array(overlap), "source": np.array(str(source)),
+        "vocab_size": np.array(nt.VOCAB_SIZE if tok is None else tok.vocab_size),
+    }
+    if out.softmask is not None:
+        arrays["softmask"] = out.softmask
+    if out.channels is not None:
+        arrays["channels"] = out.channels
+        arrays["channel_names"] = np.array(out.channel_names, dtype=str)
+    if tok is not None:
+        arrays["k"] = np.array(tok.k)
+    return arrays
+
+
+def _check_paths(input: Path, out: Path, kind: Kind, reference: Path | None) -> None:
+    if out.is_dir():
+        raise InputError(f"--out {out} is a directory; give a file name such as tokens.npz")
+    if out.exists() and out.resolve() == input.resolve():
+        raise InputError("--out would overwrite the input file")
+    if kind is Kind.pileup and reference is None:
+        raise InputError("--kind pileup needs --reference REF.fa (the FASTA the reads are "
+                         "aligned to)")
+    if kind is not Kind.pileup and reference is not None:
+        raise InputError("--reference is only used with --kind pileup; INPUT is the FASTA")
+
+
+def tokenize(
+    input: Path = typer.Argument(..., help="FASTA (plain, gzip, bgzip, xz); a BAM/CRAM with "
+                                 "--kind pileup."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output .npz file (written atomically)."),
+    region: list[str] = typer.Option(None, "--region", "-r", help="Region, 1-based inclusive "
+                                     "(chr1:1,000-2,000 or a whole contig); repeatable."),
+    regions: Path = typer.Option(None, "--regions", help="BED file of regions (0-based)."),
+    kind: Kind = typer.Option(Kind.nucleotide, "--kind", help="Token kind."),
+    k: int = typer.Option(6, "--k", help="Bases per token for --kind kmer."),
+    reference: Path = typer.Option(None, "--reference", help="Reference FASTA for --kind "
+                                   "pileup."),
+    context: int = typer.Option(DEFAULT_CONTEXT, "--context", help="Tokens per window."),
+    overlap: int = typer.Option(0, "--overlap", help="Tokens shared by consecutive windows."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Tokenize a FASTA (whole file, --region or --regions) into windows of token ids."""
+    _check_paths(input, out, kind, reference)
+    plan_windows(0, context, overlap)  # validates context/overlap before any reading
+    tok = KmerTokenizer(k) if kind is Kind.kmer else None
+    with FastaFile(reference if kind is Kind.pileup else input) as fa:
+        targets = _targets(fa, region, regions)
+        with progress_bar(f"tokenize {input.name}", total=None, quiet=quiet) as bar:
+            if kind is Kind.pileup:
+                result = _fill_pileup(input, fa.path, targets, context, overlap, bar)
+            else:
+                result = _fill_sequence(fa, targets, kind, tok, context, overlap, bar)
+    if result is None or len(result.tokens) == 0:
+        raise InputError("nothing to tokenize: every region is empty")
+    arrays = _arrays(result, kind, tok, context, overlap, input)
+    with atomic_open(out, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+    if not quiet:
+        typer.echo(f"wrote {len(result.tokens)} windows of {context} tokens to {out}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``genoctx tokenize`` to the app."""
+    app.command("tokenize", epilog=EPILOG)(tokenize)

@@ -1,0 +1,396 @@
+"""BAM/CRAM alignments: opening with index handling, summary info, and per-base pileup channels.
+
+Pileup channels (:data:`PILEUP_CHANNELS`, one row per reference base of the region):
+
+=================  ===========================================================================
+``depth``          A + C + G + T + del: the reads (passing the filters) that show a base of
+                   quality >= ``min_baseq`` or a deletion at this position. Read bases that are
+                   N (or below ``min_baseq``) and reference skips (``N`` in the CIGAR) are
+                   not counted, so depth can be below the number of reads spanning a position.
+``A C G T``        read bases of quality >= ``min_baseq`` aligned (CIGAR M/=/X) to the position
+                   — exactly pysam's ``AlignmentFile.count_coverage`` with the same filters
+``del``            reads with a deletion (CIGAR D) over the position; a deletion has no base
+                   quality, so ``min_baseq`` does not apply to it
+``mean_baseq``     mean Phred quality of the counted A/C/G/T bases (0 where there are none)
+``strand_plus_frac`` fraction of ``depth`` from forward-strand reads (0 where depth is 0)
+=================  ===========================================================================
+
+Read filters: a read counts when ``flag & exclude_flags == 0``, ``flag & include_flags ==
+include_flags`` and ``mapping_quality >= min_mapq``. The default ``exclude_flags`` 0xF04 drops
+unmapped (0x4), secondary (0x100), QC-failed (0x200), duplicate (0x400) and supplementary
+(0x800) records. Reads without a stored sequence are skipped (as ``count_coverage`` does); reads
+without base qualities count as quality 0. Overlapping mates are both counted (no overlap
+correction, again as ``count_coverage``).
+
+Speed: reads are fetched once; per read only its CIGAR is walked in Python (a few operations),
+and the per-base work — expanding aligned blocks, base lookup, quality filter, accumulation — is
+done for many reads at a time with numpy (``np.repeat`` + ``np.bincount``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pysam
+
+from genoctx.errors import InputError, RegionError
+from genoctx.io.atomic import atomic_path
+from genoctx.io.fasta import FORMAT_NAMES, FastaFile, sniff_format
+from genoctx.io.regions import Region, parse_region
+
+PILEUP_CHANNELS: tuple[str, ...] = ("depth", "A", "C", "G", "T", "del", "mean_baseq",
+                                    "strand_plus_frac")
+CHANNEL_INDEX = {name: i for i, name in enumerate(PILEUP_CHANNELS)}
+DEFAULT_EXCLUDE_FLAGS = 0xF04  # unmapped | secondary | qcfail | duplicate | supplementary
+
+_ALIGNMENT_FORMATS = {"bam": "BAM", "cram": "CRAM", "sam": "SAM"}
+_MATCH_OPS = (0, 7, 8)       # M, =, X: a read base over a reference base
+_QUERY_ONLY_OPS = (1, 4)     # I, S: read bases with no reference position
+_DEL, _REF_SKIP = 2, 3
+# Flush the collected aligned bases into the counts every so many bases (bounds memory).
+_FLUSH_BASES = 1 << 22
+_BASE_CODE = np.full(256, 4, np.uint8)
+for _i, _b in enumerate(b"ACGT"):
+    _BASE_CODE[_b] = _i
+
+
+# ----------------------------------------------------------------------------- opening
+
+def _alignment_format(path: Path) -> str:
+    fmt, _ = sniff_format(path)
+    if fmt in _ALIGNMENT_FORMATS:
+        return fmt
+    if fmt == "unknown" and path.suffix.lower() == ".sam":  # a SAM without header lines
+        return "sam"
+    raise InputError(f"{path} is not a BAM, CRAM or SAM file (it looks like {FORMAT_NAMES[fmt]})")
+
+
+def _open(path: Path, fmt: str, reference: str | None) -> pysam.AlignmentFile:
+    mode = {"bam": "rb", "cram": "rc", "sam": "r"}[fmt]
+    kwargs = {"reference_filename": str(reference)} if fmt == "cram" else {}
+    previous = pysam.set_verbosity(0)  # htslib's "could not retrieve index" is handled here
+    try:
+        return pysam.AlignmentFile(str(path), mode, **kwargs)
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path}: cannot read {_ALIGNMENT_FORMATS[fmt]} ({exc})") from None
+    finally:
+        pysam.set_verbosity(previous)
+
+
+def _sort_order(af: pysam.AlignmentFile) -> str:
+    return af.header.to_dict().get("HD", {}).get("SO", "unknown")
+
+
+def _writable_folder(folder: Path) -> bool:
+    """Writable, and not marked read-only: root passes ``os.access`` on a folder whose mode
+    forbids writing (a shared read-only data folder), so the mode bits are checked too."""
+    return os.access(folder, os.W_OK) and bool(folder.stat().st_mode & stat.S_IWUSR)
+
+
+def _build_index(path: Path, fmt: str) -> None:
+    """Index ``path`` beside itself (written to a temporary name, then renamed)."""
+    suffix = ".crai" if fmt == "cram" else ".bai"
+    try:
+        with atomic_path(Path(f"{path}{suffix}"), suffix=suffix) as tmp:
+            pysam.index("-o", str(tmp), str(path))
+    except OSError as exc:
+        raise InputError(f"{path} has no index and it cannot be written beside it ({exc}); "
+                         "copy the file to a writable folder and index it there") from None
+    except pysam.SamtoolsError as exc:
+        raise InputError(
+            f"{path} could not be indexed; it is probably not sorted by coordinate. Sort it "
+            f"first: samtools sort -o sorted.bam {path.name} (pysam.sort), then index "
+            f"({str(exc).strip().splitlines()[-1] if str(exc).strip() else exc})") from None
+
+
+def open_alignment(path: str | Path, reference: str | Path | None = None) -> pysam.AlignmentFile:
+    """Open a BAM or CRAM for random access, building its index when it is missing.
+
+    Args:
+        path: a coordinate-sorted BAM or CRAM.
+        reference: the FASTA the reads were aligned to (required for CRAM).
+
+    Returns:
+        an open, indexed ``pysam.AlignmentFile``.
+
+    Raises:
+        InputError: missing file, not BAM/CRAM, CRAM without reference, SAM (not indexable),
+            unsorted, or no index and a read-only folder (the message gives the fix).
+    """
+    path = Path(path)
+    fmt = _alignment_format(path)
+    if fmt == "sam":
+        raise InputError(
+            f"{path} is SAM, which cannot be indexed for region access; convert it to a sorted, "
+            f"indexed BAM: samtools sort -o {path.stem}.bam {path.name} && samtools index "
+            f"{path.stem}.bam (pysam.sort / pysam.index)")
+    if fmt == "cram" and reference is None:
+        raise InputError(f"{path} is CRAM, which needs the reference FASTA to decode: pass "
+                         "reference=REF.fa (--reference)")
+    af = _open(path, fmt, reference)
+    if af.has_index():
+        return af
+    so = _sort_order(af)
+    af.close()
+    if so in ("queryname", "unsorted"):
+        raise InputError(f"{path} is sorted by {so}, not by coordinate; sort it first: "
+                         f"samtools sort -o sorted.bam {path.name} (pysam.sort), then index")
+    if not _writable_folder(path.parent):
+        raise InputError(
+            f"{path} has no index and its folder is read-only; index it where it can be written "
+            f"(copy it to a writable folder, then samtools index / pysam.index)")
+    _build_index(path, fmt)
+    return _open(path, fmt, reference)
+
+
+def bam_info(path: str | Path) -> dict:
+    """Summary of an alignment file, without modifying it.
+
+    Returns:
+        ``format``, ``sort_order`` (header SO, or ``unknown``), ``sorted`` (True when the header
+        says coordinate or an index exists, False when it says otherwise, else None),
+        ``has_index``, ``references`` (name, length, mapped, unmapped per contig; counts from the
+        index, None without one), total ``mapped`` / ``unmapped`` (None without an index).
+    """
+    path = Path(path)
+    fmt = _alignment_format(path)
+    mode = {"bam": "rb", "cram": "rc", "sam": "r"}[fmt]
+    try:
+        af = pysam.AlignmentFile(str(path), mode, check_sq=False)
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path}: cannot read {_ALIGNMENT_FORMATS[fmt]} ({exc})") from None
+    with af:
+        has_index = fmt != "sam" and af.has_index()
+        stats = {}
+        if has_index:
+            try:
+                stats = {s.contig: s for s in af.get_index_statistics()}
+            except (ValueError, AttributeError):  # CRAM indexes carry no counts
+                stats = {}
+        refs = [{"name": n, "length": ln,
+                 "mapped": stats[n].mapped if n in stats else None,
+                 "unmapped": stats[n].unmapped if n in stats else None}
+                for n, ln in zip(af.references, af.lengths)]
+        so = _sort_order(af)
+        total_mapped = sum(s.mapped for s in stats.values()) if stats else None
+        total_unmapped = (sum(s.unmapped for s in stats.values()) + af.nocoordinate
+                          if stats else None)
+    sorted_ = True if so == "coordinate" or has_index else (
+        False if so in ("queryname", "unsorted") else None)
+    return {"path": str(path), "format": _ALIGNMENT_FORMATS[fmt], "sort_order": so,
+            "sorted": sorted_, "has_index": has_index, "references": refs,
+            "mapped": total_mapped, "unmapped": total_unmapped}
+
+
+# ----------------------------------------------------------------------------- pileup
+
+def _resolve_region(af: pysam.AlignmentFile, region: Region | str, path: Path) -> Region:
+    lengths = dict(zip(af.references, af.lengths))
+    try:
+        r = region if isinstance(region, Region) else parse_region(region, lengths)
+        return r.check(lengths)
+    except RegionError as exc:
+        raise RegionError(f"{path}: {exc}") from None
+
+
+def open_reference(reference: str | Path) -> FastaFile:
+    """The reference FASTA; its .fai is built only in a folder not marked read-only."""
+    reference = Path(reference)
+    return FastaFile(reference, build_index=_writable_folder(reference.resolve().parent))
+
+
+def _check_reference(reference: str | Path, region: Region) -> None:
+    """The reference must hold the region (it may be shorter than the header's contig, as a
+    chunk of a chromosome is)."""
+    with open_reference(reference) as fa:
+        if region.contig not in fa.lengths:
+            raise RegionError(f"contig '{region.contig}' of the alignments is not in the "
+                              f"reference {reference}; is it the FASTA the reads were aligned to?")
+        if region.end > fa.lengths[region.contig]:
+            raise RegionError(f"region {region} runs past the end of {region.contig} in the "
+                              f"reference {reference} ({fa.lengths[region.contig]:,} bp)")
+
+
+class _Accumulator:
+    """Per-base channels of one region, fed with batches of aligned blocks.
+
+    Counts are added straight into the ``[L, C]`` output at the touched positions only, so a
+    sparse megabase region costs no dense passes over L. Sums are float32,
+    exact for integer counts below 2**24 (quality sums: depth below ~180,000 at Q93).
+    """
+
+    def __init__(self, start: int, length: int, min_baseq: int):
+        self.start, self.n, self.min_baseq = start, length, min_baseq
+        self.out = np.zeros((length, len(PILEUP_CHANNELS)), np.float32)
+        self.flat = self.out.reshape(-1)
+        self.touched: list[np.ndarray] = []
+
+    @staticmethod
+    def _expand(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+        """Concatenated ranges ``[s, s + n)`` for every (s, n), without a Python loop."""
+        total = int(lens.sum())
+        if total == 0:
+            return np.empty(0, np.int64)
+        block_first = np.cumsum(lens) - lens  # index of each block's first element
+        return np.arange(total, dtype=np.int64) + np.repeat(starts - block_first, lens)
+
+    def _add(self, pos: np.ndarray, channel: int | np.ndarray, weights=None) -> None:
+        """out[pos, channel] += weights (1 each by default), duplicates summed."""
+        if len(pos) == 0:
+            return
+        key = pos * len(PILEUP_CHANNELS) + channel
+        lo = int(key.min())
+        span = int(key.max()) - lo + 1
+        if span <= 8 * len(key):  # dense: one bincount over the touched span
+            self.flat[lo:lo + span] += np.bincount(key - lo, weights, minlength=span)
+        else:  # sparse (few reads over a long region): group the keys instead
+            uniq, inverse = np.unique(key, return_inverse=True)
+            self.flat[uniq] += np.bincount(inverse, weights)
+
+    def add_matches(self, seq: np.ndarray, qual: np.ndarray, ref0: list, q0: list, lens: list,
+                    plus: list) -> None:
+        lens_b = np.asarray(lens, np.int64)
+        q0_b = np.asarray(q0, np.int64)
+        q_idx = self._expand(q0_b, lens_b)
+        pos = q_idx + np.repeat(np.asarray(ref0, np.int64) - q0_b, lens_b) - self.start
+        base = _BASE_CODE[seq[q_idx]]
+        q = qual[q_idx]
+        keep = (pos >= 0) & (pos < self.n) & (base < 4) & (q >= self.min_baseq)
+        fwd = np.repeat(np.asarray(plus, bool), lens_b)[keep]
+        pos, base, q = pos[keep], base[keep], q[keep]
+        self._add(pos, CHANNEL_INDEX["A"] + base.astype(np.int64))
+        self._add(pos, CHANNEL_INDEX["mean_baseq"], q)
+        self._add(pos[fwd], CHANNEL_INDEX["strand_plus_frac"])
+        self.touched.append(pos)
+
+    def add_deletions(self, ref0: list, lens: list, plus: list) -> None:
+        lens_b = np.asarray(lens, np.int64)
+        pos = self._expand(np.asarray(ref0, np.int64), lens_b) - self.start
+        keep = (pos >= 0) & (pos < self.n)
+        fwd = np.repeat(np.asarray(plus, bool), lens_b)[keep]
+        pos = pos[keep]
+        self._add(pos, CHANNEL_INDEX["del"])
+        self._add(pos[fwd], CHANNEL_INDEX["strand_plus_frac"])
+        self.touched.append(pos)
+
+    def channels(self) -> np.ndarray:
+        """Turn the sums at touched rows into depth, mean quality and strand fraction."""
+        if not self.touched:
+            return self.out
+        rows = np.unique(np.concatenate(self.touched))
+        block = self.out[rows]
+        n_bases = block[:, 1:5].sum(axis=1)
+        depth = n_bases + block[:, 5]
+        block[:, 0] = depth
+        block[:, 6] = np.divide(block[:, 6], n_bases, out=np.zeros_like(n_bases),
+                                where=n_bases > 0)
+        block[:, 7] = np.divide(block[:, 7], depth, out=np.zeros_like(depth), where=depth > 0)
+        self.out[rows] = block
+        return self.out
+
+
+class _Batch:
+    """Aligned blocks of a batch of reads, with their sequences and qualities concatenated."""
+
+    def __init__(self):
+        self.seqs: list[str] = []
+        self.quals: list = []
+        self.n_bases = 0
+        self.m_ref: list[int] = []
+        self.m_q: list[int] = []
+        self.m_len: list[int] = []
+        self.m_plus: list[bool] = []
+        self.d_ref: list[int] = []
+        self.d_len: list[int] = []
+        self.d_plus: list[bool] = []
+
+    def add(self, read: pysam.AlignedSegment, seq: str, cigar: list) -> None:
+        plus = not read.is_reverse
+        rpos, qpos = read.reference_start, self.n_bases
+        for op, n in cigar:
+            if op in _MATCH_OPS:
+                self.m_ref.append(rpos)
+                self.m_q.append(qpos)
+                self.m_len.append(n)
+                self.m_plus.append(plus)
+                rpos += n
+                qpos += n
+            elif op in _QUERY_ONLY_OPS:
+                qpos += n
+            elif op == _DEL:
+                self.d_ref.append(rpos)
+                self.d_len.append(n)
+                self.d_plus.append(plus)
+                rpos += n
+            elif op == _REF_SKIP:
+                rpos += n
+        qual = read.query_qualities
+        self.seqs.append(seq)
+        self.quals.append(qual if qual is not None else bytes(len(seq)))
+        self.n_bases += len(seq)
+
+    def flush_into(self, acc: _Accumulator) -> None:
+        if self.m_len:
+            seq = np.frombuffer("".join(self.seqs).encode("ascii"), np.uint8)
+            qual = np.frombuffer(b"".join(self.quals), np.uint8)
+            acc.add_matches(seq, qual, self.m_ref, self.m_q, self.m_len, self.m_plus)
+        if self.d_len:
+            acc.add_deletions(self.d_ref, self.d_len, self.d_plus)
+        self.__init__()
+
+
+def pileup_channels(path: str | Path, region: Region | str, reference: str | Path | None, *,
+                    min_mapq: int = 0, min_baseq: int = 13,
+                    exclude_flags: int = DEFAULT_EXCLUDE_FLAGS,
+                    include_flags: int = 0) -> np.ndarray:
+    """Per-base pileup channels of a region (see the module docstring for their meaning).
+
+    Args:
+        path: sorted BAM or CRAM (the index is built when missing, see :func:`open_alignment`).
+        region: a :class:`Region` (0-based half-open) or a region string (1-based, inclusive).
+        reference: the FASTA the reads were aligned to; it must contain the region
+            (required for CRAM; may be None for BAM).
+        min_mapq: minimum mapping quality of a read.
+        min_baseq: minimum base quality of a counted A/C/G/T base (deletions are exempt).
+        exclude_flags: skip reads with any of these flag bits (default 0xF04).
+        include_flags: keep only reads with all of these flag bits.
+
+    Returns:
+        float32 ``[L, len(PILEUP_CHANNELS)]`` raw counts/means, L = region length.
+    """
+    path = Path(path)
+    with open_alignment(path, reference) as af:
+        r = _resolve_region(af, region, path)
+        if reference is not None:
+            _check_reference(reference, r)
+        acc = _Accumulator(r.start, len(r), min_baseq)
+        if len(r) == 0:
+            return acc.channels()
+        try:
+            _pile(af.fetch(r.contig, r.start, r.end), acc, min_mapq, exclude_flags,
+                  include_flags)
+        except OSError as exc:
+            raise InputError(f"{path}: truncated or corrupt alignment data in {r} ({exc})") \
+                from None
+    return acc.channels()
+
+
+def _pile(reads, acc: _Accumulator, min_mapq: int, exclude_flags: int,
+          include_flags: int) -> None:
+    """Filter the reads and feed their aligned blocks to ``acc`` in batches."""
+    batch = _Batch()
+    for read in reads:
+        flag = read.flag
+        if flag & exclude_flags or (flag & include_flags) != include_flags \
+                or read.mapping_quality < min_mapq:
+            continue
+        seq, cigar = read.query_sequence, read.cigartuples
+        if seq is None or not cigar:
+            continue
+        batch.add(read, seq, cigar)
+        if batch.n_bases >= _FLUSH_BASES:
+            batch.flush_into(acc)
+    batch.flush_into(acc)

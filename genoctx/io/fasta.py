@@ -1,0 +1,595 @@
+"""FASTA reading: random access through a faidx index, or streaming, with strict checks.
+
+Plain, gzip, bgzip, xz and bzip2 files are read; CRLF line ends and lowercase soft-masking are
+kept as they are (bytes come back with their case; :mod:`genoctx.tokenize.nucleotide` turns
+lowercase into a mask). Every input is sniffed from its content first, so a BAM, GenBank or
+empty file given as FASTA fails with one clear line instead of a pysam/htslib message.
+
+Random access (:class:`FastaFile`) has three modes:
+
+- ``indexed``: a plain file with a ``.fai`` (built with ``samtools faidx`` via pysam when it is
+  missing and the folder is writable). Bytes are read with ``pread`` and the fai's fixed line
+  layout, which is faster than ``pysam.FastaFile.fetch`` and returns bytes, not ``str``.
+- ``bgzf``: a bgzip file with ``.fai`` + ``.gzi``, read through ``pysam.FastaFile``.
+- ``memory``: everything else (plain gzip, xz, a read-only folder without an index, lines of
+  uneven width that faidx refuses) is streamed into memory once.
+
+htslib's faidx silently keeps the first of two records with the same name and drops empty
+records, so an index is only trusted after it is checked against the file. A freshly built
+index (faidx has just read the whole file anyway) is compared record by record (names and
+lengths) with one streaming parse, which also rejects bytes that are not sequence letters.
+An existing plain-file index is checked by one short read per record: every header must sit
+exactly where the fai says the previous record ends. A pre-existing bgzip index newer than its
+data is trusted as it is. A file that fails a check is streamed into memory instead,
+and the streaming parser raises the real error (duplicate names, say).
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import lzma
+import mmap
+import os
+import secrets
+import stat
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genoctx.errors import InputError, RegionError
+from genoctx.io.regions import Region, parse_region
+
+_CHUNK = 1 << 22
+_BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+_DECOMPRESS_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError, OSError)
+
+# What a file looks like, for error messages and `genoctx info`.
+FORMAT_NAMES = {
+    "fasta": "FASTA", "genbank": "GenBank", "embl": "EMBL", "bam": "BAM", "cram": "CRAM",
+    "sam": "SAM", "vcf": "VCF", "bcf": "BCF", "fastq": "FASTQ", "gff": "GFF",
+    "binary": "a binary file", "empty": "an empty file", "unknown": "an unrecognised text file",
+}
+_FASTA_HINTS = {
+    "genbank": "convert it to FASTA first (e.g. Bio.SeqIO.convert(path, 'genbank', out, 'fasta'))",
+    "embl": "convert it to FASTA first (e.g. Bio.SeqIO.convert(path, 'embl', out, 'fasta'))",
+    "bam": "alignments are read with `genoctx tokenize --kind pileup --reference REF.fa`",
+    "cram": "alignments are read with `genoctx tokenize --kind pileup --reference REF.fa`",
+    "sam": "alignments are read with `genoctx tokenize --kind pileup --reference REF.fa`",
+    "fastq": "reads are not a reference; give the FASTA they were aligned to",
+}
+
+
+# --------------------------------------------------------------------------- sniffing
+
+def _compression(raw: bytes) -> str:
+    if raw[:2] == b"\x1f\x8b":
+        bgzf = len(raw) >= 16 and raw[3] & 4 and raw[12:14] == b"BC"
+        return "bgzf" if bgzf else "gzip"
+    if raw[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    if raw[:3] == b"BZh":
+        return "bz2"
+    if raw[:4] == b"\x28\xb5\x2f\xfd":
+        return "zstd"
+    return "none"
+
+
+def _peek(raw: bytes, compression: str, path: Path) -> bytes:
+    """The first (up to 64 KiB of) decompressed bytes."""
+    try:
+        if compression in ("gzip", "bgzf"):
+            return zlib.decompressobj(wbits=31).decompress(raw, 1 << 16)
+        if compression == "xz":
+            return lzma.LZMADecompressor().decompress(raw, max_length=1 << 16)
+        if compression == "bz2":
+            return bz2.BZ2Decompressor().decompress(raw, max_length=1 << 16)
+    except (zlib.error, lzma.LZMAError, OSError, EOFError) as exc:
+        raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
+    return raw
+
+
+def _content_format(head: bytes) -> str:
+    if head.startswith(b"BAM\x01"):
+        return "bam"
+    if head.startswith((b"BCF\x02", b"BCF\x04")):
+        return "bcf"
+    if head.startswith(b"CRAM"):
+        return "cram"
+    text = head.lstrip(b" \t\r\n")
+    if not text:
+        return "empty"
+    if b"\x00" in text[:4096]:
+        return "binary"
+    for prefix, fmt in ((b">", "fasta"), (b"LOCUS", "genbank"), (b"ID   ", "embl"),
+                        (b"##fileformat=VCF", "vcf"), (b"##gff-version", "gff")):
+        if text.startswith(prefix):
+            return fmt
+    if text[:4] in (b"@HD\t", b"@SQ\t", b"@RG\t", b"@PG\t", b"@CO\t"):
+        return "sam"
+    if text.startswith(b"@"):
+        return "fastq"
+    return "unknown"
+
+
+def sniff_format(path: str | Path) -> tuple[str, str]:
+    """Detect a file's format and compression from its content (magic bytes), not its name.
+
+    Returns:
+        ``(format, compression)``: format is one of ``fasta genbank embl bam cram sam vcf bcf
+        fastq gff binary unknown``; compression one of ``none gzip bgzf xz bz2 zstd``.
+
+    Raises:
+        InputError: the file is missing, a directory, empty, or its compression is corrupt.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a file")
+    with open(path, "rb") as fh:
+        raw = fh.read(1 << 16)
+    if not raw:
+        raise InputError(f"{path} is empty")
+    compression = _compression(raw)
+    if compression == "zstd":
+        return "unknown", compression
+    if compression == "none" and raw.startswith(b"CRAM"):
+        return "cram", compression
+    return _content_format(_peek(raw, compression, path)), compression
+
+
+def _require_fasta(path: Path) -> str:
+    """The compression of ``path``; InputError when it is not FASTA."""
+    fmt, compression = sniff_format(path)
+    if compression == "zstd":
+        raise InputError(f"{path} is zstd-compressed; decompress it or recompress with bgzip")
+    if fmt == "empty":
+        raise InputError(f"{path} holds no FASTA records (only blank lines)")
+    if fmt != "fasta":
+        hint = _FASTA_HINTS.get(fmt, "a FASTA file starts with a '>name' header line")
+        raise InputError(f"{path} is not FASTA (it looks like {FORMAT_NAMES[fmt]}); {hint}")
+    return compression
+
+
+def _open_stream(path: Path, compression: str):
+    if compression in ("gzip", "bgzf"):
+        return gzip.open(path, "rb")
+    if compression == "xz":
+        return lzma.open(path, "rb")
+    if compression == "bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+# --------------------------------------------------------------------------- streaming
+
+def _clean_sequence(raw: bytes, name: str, path: Path) -> tuple[bytes, bool]:
+    """Drop line ends (and stray blanks) from a record's body; refuse non-sequence bytes.
+
+    Returns the sequence and whether blanks were dropped (faidx miscounts such lines).
+    """
+    seq = raw.replace(b"\n", b"")
+    if b"\r" in seq:
+        seq = seq.replace(b"\r", b"")
+    x = np.frombuffer(seq, np.uint8)
+    # Letters pass; anything else is looked at once more (gaps, stops, blanks).
+    if not np.count_nonzero(((x | 0x20) - 0x61) > 25):
+        return seq, False
+    stripped = seq.translate(None, b" \t\v\f")
+    leftover = stripped.translate(None, b"-*." + bytes(range(65, 91)) + bytes(range(97, 123)))
+    if leftover:
+        raise InputError(f"{path}: record '{name}' contains {leftover[:1]!r}, which is not "
+                         "a sequence letter; the file is not valid FASTA")
+    return stripped, len(stripped) != len(seq)
+
+
+def _header_name(line: bytes, path: Path, number: int) -> str:
+    fields = line.rstrip(b"\r").split(None, 1)
+    if not fields:
+        raise InputError(f"{path}: record {number} has an empty name (a '>' line with nothing "
+                         "after it)")
+    return fields[0].decode("utf-8", errors="replace")
+
+
+def _parse_stream(fh, path: Path) -> Iterator[tuple[str, tuple[bytes, bool]]]:
+    """Records from a decompressed binary stream; lines of any length, no quadratic copies."""
+    name, parts, header, at_line_start, count = None, [], None, True, 0
+    while chunk := fh.read(_CHUNK):
+        pos = 0
+        while pos < len(chunk):
+            if header is not None:  # inside a '>' line: read to its end
+                nl = chunk.find(b"\n", pos)
+                header += chunk[pos:] if nl < 0 else chunk[pos:nl]
+                if nl < 0:
+                    break
+                if name is not None:
+                    yield name, _clean_sequence(b"".join(parts), name, path)
+                count += 1
+                name, parts, header = _header_name(header, path, count), [], None
+                pos, at_line_start = nl + 1, True
+                continue
+            if at_line_start and chunk[pos] == 0x3E:  # '>'
+                header, pos = b"", pos + 1
+                continue
+            nxt = chunk.find(b"\n>", pos)
+            end = len(chunk) if nxt < 0 else nxt + 1
+            body = chunk[pos:end]
+            if name is None and body.strip():
+                raise InputError(f"{path}: sequence before the first '>' header; not FASTA")
+            parts.append(body)
+            pos, at_line_start = end, chunk[end - 1] == 0x0A
+    if header is not None:
+        if name is not None:
+            yield name, _clean_sequence(b"".join(parts), name, path)
+        count += 1
+        name, parts = _header_name(header, path, count), []
+    if name is not None:
+        yield name, _clean_sequence(b"".join(parts), name, path)
+
+
+def _iter_checked(path: Path, unique: bool = True) -> Iterator[tuple[str, bytes, bool]]:
+    """Records with the blanks flag of :func:`_clean_sequence`; see :func:`iter_records`."""
+    compression = _require_fasta(path)
+    seen: set[str] = set()
+    count = 0
+    try:
+        with _open_stream(path, compression) as fh:
+            for name, (seq, blanks) in _parse_stream(fh, path):
+                if unique:
+                    if name in seen:
+                        raise InputError(f"{path}: duplicate record name '{name}'; record "
+                                         "names must be unique")
+                    seen.add(name)
+                count += 1
+                yield name, seq, blanks
+    except _DECOMPRESS_ERRORS as exc:
+        if isinstance(exc, (FileNotFoundError, PermissionError)):
+            raise
+        raise InputError(f"{path}: the {compression} stream is truncated or corrupt ({exc}); "
+                         "re-download or re-compress it") from None
+    if not count:
+        raise InputError(f"{path} holds no FASTA records")
+
+
+def iter_records(path: str | Path, *, unique: bool = True) -> Iterator[tuple[str, bytes]]:
+    """Stream ``(name, sequence)`` from a FASTA file: plain, gzip, bgzip, xz or bzip2.
+
+    Names are the first word of each header; sequences are raw bytes with line ends removed and
+    case kept. One record is held in memory at a time.
+
+    Args:
+        path: The FASTA file.
+        unique: Refuse duplicate names (the default). Sequence collections whose headers are
+            free text (e.g. the promoter sets) repeat first words; pass False to read them.
+
+    Raises:
+        InputError: not FASTA, truncated/corrupt compression, no records, duplicate names
+            (when ``unique``), non-sequence bytes in a record.
+    """
+    for name, seq, _ in _iter_checked(Path(path), unique):
+        yield name, seq
+
+
+def sequence_stats(seq: bytes) -> dict:
+    """Composition of one sequence: length, non-ACGT count, soft-masked count, GC fraction.
+
+    ``n_count`` counts every byte that is not A/C/G/T in either case (N and IUPAC codes);
+    ``softmasked`` counts lowercase letters; ``gc`` is (G+C)/(A+C+G+T), ignoring N, or None
+    when there are no A/C/G/T bases.
+    """
+    x = np.frombuffer(seq, np.uint8)
+    upper = x & 0xDF
+    at = np.count_nonzero(upper == 0x41) + np.count_nonzero(upper == 0x54)
+    gc = np.count_nonzero(upper == 0x43) + np.count_nonzero(upper == 0x47)
+    soft = np.count_nonzero((x - 0x61) < 26)
+    return {"length": len(seq), "n_count": int(len(seq) - at - gc), "softmasked": int(soft),
+            "gc": (gc / (at + gc)) if at + gc else None}
+
+
+def fasta_info(path: str | Path, *, unique: bool = True) -> list[dict]:
+    """Per-record composition of a FASTA file (streamed).
+
+    Args:
+        path: The FASTA file.
+        unique: Refuse duplicate record names (see :func:`iter_records`).
+
+    Returns:
+        One dict per record, in file order: ``name``, ``length``, ``n_count`` (N and IUPAC
+        codes), ``softmasked`` (lowercase bases), ``gc`` (see :func:`sequence_stats`).
+    """
+    return [{"name": name, **sequence_stats(seq)}
+            for name, seq in iter_records(path, unique=unique)]
+
+
+# --------------------------------------------------------------------------- faidx index
+
+@dataclass(frozen=True)
+class _FaiEntry:
+    name: str
+    length: int
+    offset: int
+    linebases: int
+    linewidth: int
+
+    def data_end(self) -> int:
+        """File offset one past the record's last line end."""
+        full, rest = divmod(self.length, self.linebases)
+        return self.offset + full * self.linewidth + (rest + self.linewidth - self.linebases
+                                                      if rest else 0)
+
+
+def _read_fai(fai: Path) -> list[_FaiEntry] | None:
+    entries = []
+    try:
+        for line in fai.read_text().splitlines():
+            f = line.split("\t")
+            name, (length, offset, lb, lw) = f[0], map(int, f[1:5])
+            if length < 1 or lb < 1 or lw - lb not in (1, 2) or offset < 0:
+                return None
+            entries.append(_FaiEntry(name, length, offset, lb, lw))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return entries or None
+
+
+def _plain_index_consistent(path: Path, entries: list[_FaiEntry]) -> bool:
+    """Every header sits exactly where the previous record ends, and nothing follows the last.
+
+    One short read per record; catches stale indexes, duplicate names and empty records that
+    faidx dropped, and text between records.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        pos = 0
+        for e in sorted(entries, key=lambda e: e.offset):
+            gap = e.offset - pos
+            if not 0 < gap <= 1 << 16:
+                return False
+            head = mm[pos:e.offset].lstrip(b"\r\n")
+            if head.count(b"\n") != 1 or not head.endswith(b"\n") or not head.startswith(b">"):
+                return False
+            words = head[1:].split(None, 1)
+            if not words or words[0].decode("utf-8", "replace") != e.name:
+                return False
+            pos = e.data_end()
+            if pos - (e.linewidth - e.linebases) > size:
+                return False
+        return pos >= size or not mm[pos:pos + (1 << 12)].strip()
+
+
+def _stream_layout(path: Path) -> list[tuple[str, int, bool]]:
+    """``(name, length, blanks)`` of every record, streamed; raises like :func:`iter_records`."""
+    return [(name, len(seq), blanks) for name, seq, blanks in _iter_checked(path)]
+
+
+def _build_index(path: Path, compression: str,
+                 accept: Callable[[list[_FaiEntry]], bool]) -> list[_FaiEntry] | None:
+    """Build ``.fai`` (and ``.gzi``) with samtools faidx into temporary files; move them beside
+    ``path`` only when ``accept`` approves the entries. None when faidx fails or is refused."""
+    import pysam
+
+    tag = secrets.token_hex(4)
+    tmp_fai = path.with_name(f".{path.name}.{tag}.fai.tmp")
+    tmp_gzi = path.with_name(f".{path.name}.{tag}.gzi.tmp")
+    args = [str(path), "--fai-idx", str(tmp_fai)]
+    if compression == "bgzf":
+        args += ["--gzi-idx", str(tmp_gzi)]
+    old = pysam.set_verbosity(0)
+    try:
+        pysam.faidx(*args)
+        entries = _read_fai(tmp_fai)
+        if entries is None or not accept(entries):
+            return None
+        if compression == "bgzf":
+            os.replace(tmp_gzi, f"{path}.gzi")
+        os.replace(tmp_fai, f"{path}.fai")
+        return entries
+    except (pysam.SamtoolsError, OSError):
+        return None
+    finally:
+        pysam.set_verbosity(old)
+        for tmp in (tmp_fai, tmp_gzi):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def _folder_writable(folder: Path) -> bool:
+    """Writable by intent: root passes ``os.access`` everywhere, so a folder without any
+    write bit (a read-only data folder) counts as read-only for root too."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _index_fresh(data: Path, *indexes: Path) -> bool:
+    mtime = data.stat().st_mtime
+    return all(p.is_file() and p.stat().st_mtime >= mtime for p in indexes)
+
+
+def _check_bgzf_eof(path: Path) -> None:
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - len(_BGZF_EOF)))
+        if fh.read() != _BGZF_EOF:
+            raise InputError(f"{path} is truncated (no BGZF end-of-file block); re-create it "
+                             "with bgzip")
+
+
+# --------------------------------------------------------------------------- random access
+
+class FastaFile:
+    """Random access to a FASTA file; use as a context manager.
+
+    Args:
+        path: Plain, gzip, bgzip, xz or bzip2 FASTA.
+        build_index: Build a missing or inconsistent ``.fai``/``.gzi`` beside a plain or bgzip
+            file when the folder is writable. Without an index the file is read into memory.
+
+    Attributes:
+        contigs: Record names in file order.
+        lengths: Record name → length in bases.
+        mode: ``indexed``, ``bgzf`` or ``memory`` (see the module docstring).
+
+    Example:
+        >>> with FastaFile("ce.fa") as fa:
+        ...     fa.fetch_region("CHROMOSOME_I:1-10")
+        b'GCCTAAGCCT'
+    """
+
+    def __init__(self, path: str | Path, *, build_index: bool = True):
+        self.path = Path(path)
+        self.compression = _require_fasta(self.path)
+        self._fd: int | None = None
+        self._pysam = None
+        self._seqs: dict[str, bytes] = {}
+        self._entries: dict[str, _FaiEntry] = {}
+        entries = None
+        if self.compression == "bgzf":
+            _check_bgzf_eof(self.path)
+        if self.compression in ("none", "bgzf"):
+            entries = self._usable_index(build_index)
+        if entries is None or not self._open_indexed(entries):
+            self.mode = "memory"
+            self._seqs = dict(iter_records(self.path))
+            self.lengths = {name: len(seq) for name, seq in self._seqs.items()}
+        self.contigs = list(self.lengths)
+
+    def _usable_index(self, build: bool) -> list[_FaiEntry] | None:
+        fai = Path(f"{self.path}.fai")
+        entries = _read_fai(fai) if fai.is_file() else None
+        if entries is not None and self._existing_index_ok(entries, fai):
+            return entries
+        if not (build and _folder_writable(self.path.parent)):
+            return None
+        # faidx has just read the whole file; one parse checks what it let through.
+        return _build_index(self.path, self.compression, lambda new: _stream_layout(
+            self.path) == [(e.name, e.length, False) for e in new])
+
+    def _existing_index_ok(self, entries: list[_FaiEntry], fai: Path) -> bool:
+        if self.compression == "none":
+            return _plain_index_consistent(self.path, entries)
+        return _index_fresh(self.path, fai, Path(f"{self.path}.gzi"))  # made elsewhere: trusted
+
+    def _open_indexed(self, entries: list[_FaiEntry]) -> bool:
+        """Open for random access; False when htslib refuses the index (read into memory)."""
+        self._entries = {e.name: e for e in entries}
+        self.lengths = {e.name: e.length for e in entries}
+        if self.compression == "none":
+            self.mode = "indexed"
+            self._fd = os.open(self.path, os.O_RDONLY)
+            return True
+        import pysam
+
+        self.mode = "bgzf"
+        old = pysam.set_verbosity(0)
+        try:
+            self._pysam = pysam.FastaFile(str(self.path), filepath_index=f"{self.path}.fai",
+                                          filepath_index_compressed=f"{self.path}.gzi")
+        except (OSError, ValueError):
+            return False
+        finally:
+            pysam.set_verbosity(old)
+        return True
+
+    # -- reading
+
+    def _check(self, contig: str, start: int, end: int | None) -> tuple[int, int]:
+        if contig not in self.lengths:
+            Region(contig, 0, 0).check(self.lengths)  # raises with the known contigs
+        size = self.lengths[contig]
+        end = size if end is None else end
+        if not 0 <= start <= end:
+            raise RegionError(f"{contig}: bad interval [{start}, {end}) (0-based half-open; "
+                              "need 0 <= start <= end)")
+        if end > size:
+            Region(contig, start, end).check(self.lengths)  # raises with the length
+        return start, end
+
+    def _read_lines(self, e: _FaiEntry, start: int, end: int, table: bytes | None) -> np.ndarray:
+        """Bases [start, end) of a plain indexed record, line ends dropped by one reshape."""
+        lb, lw = e.linebases, e.linewidth
+        line0, line1 = start // lb, (end - 1) // lb + 1
+        raw = bytearray(b"\n") * ((line1 - line0) * lw)  # a short last line keeps this filler
+        os.preadv(self._fd, [raw], e.offset + line0 * lw)
+        if table is not None:
+            raw = raw.translate(table)
+        rows = np.frombuffer(raw, np.uint8).reshape(line1 - line0, lw)[:, :lb]
+        first = start - line0 * lb
+        bases = rows.reshape(-1)[first:first + end - start]
+        # Within one line, reshape returns a view of ``raw``, which is fine: it is ours.
+        return bases
+
+    def fetch_array(self, contig: str, start: int = 0, end: int | None = None, *,
+                    table: bytes | None = None) -> np.ndarray:
+        """Like :meth:`fetch`, as a writable uint8 array.
+
+        Args:
+            table: A 256-byte translation table applied while reading (one pass), e.g.
+                ``nucleotide.ENCODE_TABLE`` to get token ids straight from the file.
+        """
+        start, end = self._check(contig, start, end)
+        if start == end:
+            return np.empty(0, np.uint8)
+        if self.mode == "indexed":
+            return self._read_lines(self._entries[contig], start, end, table)
+        if self.mode == "bgzf":
+            data = bytearray(self._pysam.fetch(contig, start, end), "ascii", errors="replace")
+        else:
+            data = bytearray(self._seqs[contig][start:end])
+        return np.frombuffer(data if table is None else data.translate(table), np.uint8)
+
+    def fetch(self, contig: str, start: int = 0, end: int | None = None) -> bytes:
+        """Bases ``[start, end)`` (0-based half-open) of ``contig`` as raw bytes, case kept.
+
+        Raises:
+            RegionError: unknown contig, or the interval is invalid or runs off the end.
+        """
+        start, end = self._check(contig, start, end)
+        if self.mode == "memory":
+            return self._seqs[contig][start:end]
+        if self.mode == "bgzf":
+            return self._pysam.fetch(contig, start, end).encode("ascii", errors="replace")
+        return self.fetch_array(contig, start, end).tobytes()
+
+    def resolve(self, region: Region | str) -> Region:
+        """A region string (1-based, ``chr1:1,000-2,000``) or Region, checked against lengths."""
+        if isinstance(region, Region):
+            return region.check(self.lengths)
+        return parse_region(region, self.lengths)
+
+    def fetch_region(self, region: Region | str) -> bytes:
+        """Bases of a region string or :class:`Region` as raw bytes."""
+        r = self.resolve(region)
+        return self.fetch(r.contig, r.start, r.end)
+
+    # -- lifecycle
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._pysam is not None:
+            self._pysam.close()
+            self._pysam = None
+
+    def __enter__(self) -> FastaFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __contains__(self, contig: object) -> bool:
+        return contig in self.lengths
+
+    def __repr__(self) -> str:
+        return f"FastaFile({str(self.path)!r}, mode={self.mode!r}, contigs={len(self.contigs)})"

@@ -1,0 +1,191 @@
+"""VCF/BCF reading (pysam.VariantFile): one :class:`Variant` per ALT allele, REF checked.
+
+Positions: a VCF's 1-based POS becomes the 0-based ``Variant.pos`` (pysam's ``record.start``,
+the only conversion); ``[pos, pos + len(ref))`` is the REF span, 0-based half-open.
+
+:func:`iter_variants` streams the file and never stops on a bad record:
+
+* multi-allelic records are split into one Variant per ALT (``allele_index`` 1, 2, ...), and
+  counted once in ``VariantStats.multiallelic``;
+* symbolic ALTs (``<DEL>``, ``<*>``, ``<NON_REF>``, breakends ``N[chr:1[``) and the spanning
+  deletion ``*`` are skipped and counted in ``symbolic``; records without ALT are counted in
+  ``no_alt``;
+* with a reference FASTA, REF is compared with the reference bases, ignoring case: a mismatch
+  (or a REF running off the contig) sets ``ref_ok=False`` and counts in ``ref_mismatch``; a
+  contig missing from the FASTA sets ``ref_ok=False`` and counts in ``unknown_contig``. Without
+  a FASTA nothing is checked and ``ref_ok`` is True.
+
+A file pysam/htslib cannot parse raises :class:`~genoctx.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pysam
+
+from genoctx.errors import InputError
+from genoctx.io.bam import open_reference
+from genoctx.io.fasta import FORMAT_NAMES, FastaFile, sniff_format
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One ALT allele of a VCF record; ``pos`` is 0-based, REF spans ``[pos, pos + len(ref))``."""
+
+    contig: str
+    pos: int
+    ref: str
+    alt: str
+    id: str | None
+    qual: float | None
+    filters: tuple[str, ...]
+    record_index: int   # 0-based index of the record in the file
+    allele_index: int   # 1-based index of this ALT in the record
+    ref_ok: bool
+
+    @property
+    def end(self) -> int:
+        """0-based exclusive end of the REF allele."""
+        return self.pos + len(self.ref)
+
+    @property
+    def is_snv(self) -> bool:
+        return len(self.ref) == 1 and len(self.alt) == 1
+
+
+@dataclass
+class VariantStats:
+    """Counters filled while :func:`iter_variants` streams a file."""
+
+    records: int = 0          # records read
+    variants: int = 0         # Variants yielded
+    multiallelic: int = 0     # records with more than one ALT
+    symbolic: int = 0         # ALT alleles skipped as symbolic / '*'
+    no_alt: int = 0           # records without any ALT allele
+    ref_mismatch: int = 0     # records whose REF differs from the reference (or runs off it)
+    unknown_contig: int = 0   # records on a contig missing from the reference
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _is_symbolic(alt: str) -> bool:
+    return alt == "*" or alt.startswith("<") or "[" in alt or "]" in alt or alt == "."
+
+
+def _open_variants(path: str | Path) -> pysam.VariantFile:
+    path = Path(path)
+    fmt, _ = sniff_format(path)  # missing / empty / directory raise InputError here
+    if fmt not in ("vcf", "bcf"):
+        raise InputError(f"{path} is not VCF or BCF (it looks like {FORMAT_NAMES[fmt]}); a VCF "
+                         "starts with a '##fileformat=VCF' line")
+    try:
+        return pysam.VariantFile(str(path))
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path}: cannot read the VCF header ({exc})") from None
+
+
+@contextlib.contextmanager
+def _reference(fasta: FastaFile | str | Path | None):
+    if fasta is None or isinstance(fasta, FastaFile):
+        yield fasta
+        return
+    with open_reference(fasta) as fa:
+        yield fa
+
+
+def _check_ref(fa: FastaFile | None, contig: str, start: int, ref: str,
+               stats: VariantStats) -> bool:
+    if fa is None:
+        return True
+    size = fa.lengths.get(contig)
+    if size is None:
+        stats.unknown_contig += 1
+        return False
+    if start + len(ref) > size or fa.fetch(contig, start, start + len(ref)).upper() != \
+            ref.upper().encode():
+        stats.ref_mismatch += 1
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _quiet_htslib():
+    """Silence htslib's stderr chatter (missing index, undeclared contigs); errors still raise."""
+    previous = pysam.set_verbosity(0)
+    try:
+        yield
+    finally:
+        pysam.set_verbosity(previous)
+
+
+def _records(vf: pysam.VariantFile, path: Path) -> Iterator:
+    """The records of an open file; htslib parse errors become InputError."""
+    it = iter(vf)
+    number = 0
+    while True:
+        try:
+            rec = next(it)
+        except StopIteration:
+            return
+        except (ValueError, OSError) as exc:
+            raise InputError(f"{path}: record {number + 1} is malformed ({exc}); check its "
+                             "columns (CHROM POS ID REF ALT QUAL FILTER INFO)") from None
+        number += 1
+        yield rec
+
+
+def iter_variants(vcf_path: str | Path, fasta: FastaFile | str | Path | None = None, *,
+                  stats: VariantStats | None = None) -> Iterator[Variant]:
+    """Stream the variants of a VCF/BCF (plain, bgzip or BCF), one per ALT allele.
+
+    Args:
+        vcf_path: the VCF/BCF file.
+        fasta: reference to check REF against (a :class:`FastaFile` or a path), or None.
+        stats: a :class:`VariantStats` to fill as the file is read (optional).
+
+    Yields:
+        :class:`Variant` objects in file order.
+
+    Raises:
+        InputError: the file is missing, not VCF/BCF, or cannot be parsed.
+    """
+    stats = stats if stats is not None else VariantStats()
+    path = Path(vcf_path)
+    with _quiet_htslib(), _open_variants(path) as vf, _reference(fasta) as fa:
+        for index, rec in enumerate(_records(vf, path)):
+            stats.records += 1
+            alts = rec.alts or ()
+            if not alts:
+                stats.no_alt += 1
+                continue
+            if len(alts) > 1:
+                stats.multiallelic += 1
+            ref_ok = _check_ref(fa, rec.chrom, rec.start, rec.ref, stats)
+            filters = tuple(rec.filter.keys())
+            for allele_index, alt in enumerate(alts, 1):
+                if _is_symbolic(alt):
+                    stats.symbolic += 1
+                    continue
+                stats.variants += 1
+                yield Variant(contig=rec.chrom, pos=rec.start, ref=rec.ref, alt=alt,
+                              id=rec.id, qual=rec.qual, filters=filters, record_index=index,
+                              allele_index=allele_index, ref_ok=ref_ok)
+
+
+def vcf_info(path: str | Path) -> dict:
+    """Header contigs (name → length or None), samples, record count, format and index."""
+    path = Path(path)
+    with _quiet_htslib(), _open_variants(path) as vf:
+        contigs = {name: vf.header.contigs[name].length for name in vf.header.contigs}
+        samples = list(vf.header.samples)
+        fmt = "BCF" if vf.is_bcf else "VCF"
+        compressed = vf.compression != "NONE"
+        n = sum(1 for _ in _records(vf, path))
+        indexed = Path(f"{path}.tbi").is_file() or Path(f"{path}.csi").is_file()
+    return {"path": str(path), "format": fmt, "compressed": compressed, "contigs": contigs,
+            "samples": samples, "records": n, "indexed": indexed}

@@ -1,0 +1,127 @@
+"""`genoctx info`: format detected from content; FASTA stats against naive counts and pysam."""
+
+import gzip
+import json
+
+import pysam
+import pytest
+from Bio import SeqIO
+
+
+@pytest.fixture
+def run_cli(capfd):
+    """Like the `cli` fixture, but captures file descriptors too (htslib writes to fd 2)."""
+    from genoctx.cli.app import run
+
+    def _run(argv):
+        code = run([str(a) for a in argv])
+        out, err = capfd.readouterr()
+        return code, out, err
+
+    return _run
+
+
+def _naive(name: str, seq: str) -> dict:
+    acgt = sum(c in "ACGTacgt" for c in seq)
+    gc = sum(c in "GCgc" for c in seq)
+    return {"name": name, "length": len(seq), "n_count": len(seq) - acgt,
+            "softmasked": sum(c.islower() for c in seq), "gc": gc / acgt if acgt else None}
+
+
+def test_fasta_text_and_json_on_real_data(cli, data_root):
+    path = data_root / "reads" / "celegans_chrI" / "ce.fa"
+    code, out, err = cli(["info", path])
+    assert code == 0, err
+    assert "7 records, 1,039,800 bp" in out
+    assert "CHROMOSOME_I" in out and "1,009,800" in out
+    code, out, _ = cli(["info", path, "--json"])
+    data = json.loads(out)
+    assert data["format"] == "fasta" and data["compression"] == "none"
+    with pysam.FastaFile(str(path)) as ref:
+        assert [(r["name"], r["length"]) for r in data["records"]] == list(
+            zip(ref.references, ref.lengths))
+        chr_v = ref.fetch("CHROMOSOME_V")
+    assert data["records"][4] == _naive("CHROMOSOME_V", chr_v)
+    assert data["totals"]["length"] == 1_039_800 and data["totals"]["records"] == 7
+    assert data["totals"]["duplicate_names"] == 0
+
+
+def test_softmask_iupac_and_disguised_gzip(cli, tmp_path):
+    seqs = {"s1": "ACGTacgtNNRYkmACGTacg", "s2": "nnnn", "s3": "GGCCaatt"}
+    text = "".join(f">{k} desc\n{v}\n" for k, v in seqs.items())
+    path = tmp_path / "looks_like.bam"  # content decides, not the name
+    path.write_bytes(gzip.compress(text.encode()))
+    code, out, err = cli(["info", path, "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["format"] == "fasta" and data["compression"] == "gzip"
+    assert data["records"] == [_naive(k, v) for k, v in seqs.items()]
+    total = "".join(seqs.values())
+    assert data["totals"]["softmasked"] == sum(c.islower() for c in total)
+    code, out, _ = cli(["info", path])
+    assert code == 0 and "s2" in out and "100.00" in out  # s2 is all N
+
+
+def test_repeated_names_are_described_and_reported(cli, data_root):
+    path = data_root / "classification" / "promoters" / "Bacillus_prom.fa"
+    code, out, err = cli(["info", path, "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    names = [r.id for r in SeqIO.parse(path, "fasta")]
+    assert [r["name"] for r in data["records"]] == names
+    assert data["totals"]["duplicate_names"] == len(names) - len(set(names)) > 0
+    code, out, _ = cli(["info", path])
+    assert code == 0 and "repeat an earlier name" in out
+
+
+def test_genbank(cli, example_genbank):
+    code, out, err = cli(["info", example_genbank, "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    records = list(SeqIO.parse(example_genbank, "genbank"))
+    assert data["format"] == "genbank"
+    assert [(r["name"], r["length"]) for r in data["records"]] == [(r.id, len(r.seq))
+                                                                   for r in records]
+    assert data["records"][0]["features"] == len(records[0].features)
+
+
+def test_bam_goes_to_bam_info(cli, data_root):
+    pytest.importorskip("genoctx.io.bam")
+    path = data_root / "reads" / "ex1" / "ex1.bam"
+    code, out, err = cli(["info", path])
+    assert code == 0, err
+    assert "chr1" in out and "1575" in out
+    code, out, _ = cli(["info", path, "--json"])
+    assert json.loads(out)["format"] == "bam"
+
+
+def test_vcf_goes_to_vcf_info(cli, tmp_path):
+    pytest.importorskip("genoctx.io.vcf")
+    vcf = tmp_path / "calls.txt"  # no telling extension
+    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=chr1,length=1000>\n"
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   "chr1\t10\t.\tA\tG\t.\tPASS\t.\nchr1\t20\t.\tC\tT\t.\tPASS\t.\n")
+    code, out, err = cli(["info", vcf, "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["format"] == "vcf"
+    assert "chr1" in json.dumps(data)
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "unknown", "truncated", "fastq"])
+def test_bad_input_fails_cleanly(run_cli, tmp_path, case):
+    path = tmp_path / "x"
+    if case == "empty":
+        path.write_bytes(b"")
+    elif case == "unknown":
+        path.write_text("just some notes\nnothing genomic\n")
+    elif case == "truncated":
+        data = gzip.compress(b">a\n" + b"ACGT" * 100_000)
+        path.write_bytes(data[: len(data) // 2])
+    elif case == "fastq":
+        path.write_text("@r1\nACGT\n+\nIIII\n")
+    code, out, err = run_cli(["info", path])
+    assert code != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("genoctx: error:"), err
+    assert "Traceback" not in out + err

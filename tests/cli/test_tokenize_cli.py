@@ -1,0 +1,248 @@
+"""`genoctx tokenize` end to end on real data, and every bad input it must refuse cleanly."""
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pysam
+import pytest
+
+from genoctx.errors import GenoctxError
+from genoctx.tokenize import nucleotide as nt
+from genoctx.tokenize.kmer import KmerTokenizer
+
+
+@pytest.fixture(scope="module")
+def ce_fa(data_root) -> Path:
+    return data_root / "reads" / "celegans_chrI" / "ce.fa"
+
+
+@pytest.fixture(scope="module")
+def ce_ref(ce_fa):
+    with pysam.FastaFile(str(ce_fa)) as fa:
+        yield fa
+
+
+@pytest.fixture
+def run_cli(capfd):
+    """Like the `cli` fixture, but captures file descriptors too (htslib writes to fd 2)."""
+    from genoctx.cli.app import run
+
+    def _run(argv):
+        code = run([str(a) for a in argv])
+        out, err = capfd.readouterr()
+        return code, out, err
+
+    return _run
+
+
+def _load(path: Path) -> dict:
+    with np.load(path) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def _windows_to_sequence(d: dict, contig: str) -> str:
+    rows = np.flatnonzero(d["contigs"] == contig)
+    return "".join(nt.decode(d["tokens"][w, :d["lengths"][w]]) for w in rows)
+
+
+def ref_upper(ref, contig, start=0, end=None):
+    return ref.fetch(contig, start, end).upper()
+
+
+def test_chromosome_region_one_token_per_base(cli, ce_fa, ce_ref, tmp_path):
+    out = tmp_path / "ce.npz"
+    code, _, err = cli(["tokenize", ce_fa, "--region", "CHROMOSOME_I", "--context", 131072,
+                        "--quiet", "--out", out])
+    assert code == 0, err
+    d = _load(out)
+    assert d["tokens"].shape == (8, 131072) and d["tokens"].dtype == np.uint8
+    assert d["starts"].tolist() == [131072 * i for i in range(8)]
+    assert d["lengths"].tolist() == [131072] * 7 + [1_009_800 - 7 * 131072]
+    assert (d["ends"] - d["starts"]).tolist() == d["lengths"].tolist()
+    assert set(d["contigs"]) == {"CHROMOSOME_I"}
+    assert _windows_to_sequence(d, "CHROMOSOME_I") == ref_upper(ce_ref, "CHROMOSOME_I")
+    assert (d["tokens"][-1, d["lengths"][-1]:] == nt.PAD).all()
+    assert d["softmask"].shape == d["tokens"].shape and not d["softmask"].any()
+    assert str(d["kind"]) == "nucleotide" and int(d["vocab_size"]) == nt.VOCAB_SIZE
+    assert list(tmp_path.iterdir()) == [out]
+
+
+def test_gzip_and_bgzip_copies_give_identical_tokens(cli, ce_fa, ce_ref, tmp_path):
+    gz, bgz = tmp_path / "ce.fa.gz", tmp_path / "ce.bgz.fa.gz"
+    gz.write_bytes(gzip.compress(ce_fa.read_bytes(), compresslevel=1))
+    pysam.tabix_compress(str(ce_fa), str(bgz))
+    results = []
+    for src in (ce_fa, gz, bgz):
+        out = tmp_path / f"{src.name}.npz"
+        code, _, err = cli(["tokenize", src, "--context", 65536, "-q", "--out", out])
+        assert code == 0, err
+        results.append(_load(out))
+    for d in results[1:]:
+        for key in ("tokens", "starts", "ends", "contigs", "lengths", "softmask"):
+            assert np.array_equal(d[key], results[0][key]), key
+    d = results[0]
+    assert list(dict.fromkeys(d["contigs"])) == list(ce_ref.references)  # whole file, in order
+    for contig in ce_ref.references:
+        assert _windows_to_sequence(d, contig) == ref_upper(ce_ref, contig)
+
+
+def test_overlap_and_bed_regions(cli, ce_fa, ce_ref, tmp_path):
+    bed = tmp_path / "r.bed"
+    bed.write_text("track name=t\nCHROMOSOME_X\t0\t5000\nCHROMOSOME_I\t1000\t3500\tx\n")
+    out = tmp_path / "o.npz"
+    code, _, err = cli(["tokenize", ce_fa, "--regions", bed, "--context", 1000, "--overlap",
+                        100, "-q", "--out", out])
+    assert code == 0, err
+    d = _load(out)
+    x = d["contigs"] == "CHROMOSOME_X"
+    assert d["starts"][x].tolist() == [0, 900, 1800, 2700, 3600, 4500]
+    assert d["ends"][x].tolist() == [1000, 1900, 2800, 3700, 4600, 5000]
+    i = d["contigs"] == "CHROMOSOME_I"
+    assert d["starts"][i].tolist() == [1000, 1900, 2800] and d["ends"][i][-1] == 3500
+    for w in range(len(d["tokens"])):
+        contig, s, e = str(d["contigs"][w]), int(d["starts"][w]), int(d["ends"][w])
+        assert nt.decode(d["tokens"][w, :d["lengths"][w]]) == ref_upper(ce_ref, contig, s, e)
+
+
+def test_softmask_and_iupac(cli, tmp_path):
+    fa = tmp_path / "soft.fa"
+    fa.write_bytes(b">s1\nACGTacgtNNRYkmACGT\nacg\n>s2\nttttAAAA\n")
+    out = tmp_path / "soft.npz"
+    code, _, err = cli(["tokenize", fa, "--region", "s1:3-20", "--context", 8, "-q",
+                        "--out", out])
+    assert code == 0, err
+    d = _load(out)
+    seq = "ACGTacgtNNRYkmACGTacg"[2:20]
+    flat = np.concatenate([d["tokens"][w, :n] for w, n in enumerate(d["lengths"])])
+    mask = np.concatenate([d["softmask"][w, :n] for w, n in enumerate(d["lengths"])])
+    assert nt.decode(flat) == "".join(c.upper() if c in "ACGTacgt" else "N" for c in seq)
+    assert mask.tolist() == [c.islower() for c in seq]
+    assert not d["softmask"][-1, d["lengths"][-1]:].any()
+
+
+def test_kmer_windows(cli, ce_fa, ce_ref, tmp_path):
+    out = tmp_path / "k.npz"
+    code, _, err = cli(["tokenize", ce_fa, "--region", "CHROMOSOME_I:1,001-20,004", "--kind",
+                        "kmer", "--k", 6, "--context", 1000, "-q", "--out", out])
+    assert code == 0, err
+    d = _load(out)
+    tok = KmerTokenizer(6)
+    assert d["tokens"].dtype == np.int32 and int(d["vocab_size"]) == tok.vocab_size
+    assert int(d["k"]) == 6 and "softmask" not in d
+    n_tokens = tok.num_tokens(19_004)
+    assert d["lengths"].sum() == n_tokens == 19_004 // 6 + 19_004 % 6
+    assert d["starts"].tolist() == [1000 + 6000 * w for w in range(len(d["starts"]))]
+    assert d["ends"][-1] == 20_004
+    decoded = "".join(tok.decode(d["tokens"][w, :n]) for w, n in enumerate(d["lengths"]))
+    assert decoded == ref_upper(ce_ref, "CHROMOSOME_I", 1000, 20_004)
+
+
+def test_pileup_windows(cli, data_root, ce_fa, tmp_path):
+    pileup = pytest.importorskip("genoctx.tokenize.pileup")
+    from genoctx.io.regions import Region
+    from genoctx.tokenize.windows import window_tokens
+
+    bam = tmp_path / "ce.bam"
+    pysam.sort("-o", str(bam), str(data_root / "reads" / "celegans_chrI" / "ce#1000.sam"))
+    pysam.index(str(bam))
+    out = tmp_path / "p.npz"
+    code, _, err = cli(["tokenize", bam, "--kind", "pileup", "--reference", ce_fa, "--region",
+                        "CHROMOSOME_I:1-30,000", "--context", 8192, "-q", "--out", out])
+    assert code == 0, err
+    d = _load(out)
+    ids, channels, names = pileup.tokenize_pileup(str(bam), str(ce_fa),
+                                                  Region("CHROMOSOME_I", 0, 30_000))
+    tokens, starts = window_tokens(ids, 8192)
+    assert np.array_equal(d["tokens"], tokens) and d["starts"].tolist() == starts.tolist()
+    assert d["channels"].dtype == np.float16
+    assert d["channels"].shape == (len(tokens), 8192, channels.shape[1])
+    assert d["channel_names"].tolist() == list(names)
+    expected, _ = window_tokens(channels.astype(np.float16), 8192, pad_id=0)
+    assert np.array_equal(d["channels"], expected)
+
+
+# --------------------------------------------------------------------------- bad input
+
+def _bad_inputs(tmp: Path, data_root: Path, example_genbank: Path) -> dict[str, list]:
+    ce = data_root / "reads" / "celegans_chrI" / "ce.fa"
+    gz = gzip.compress(ce.read_bytes(), compresslevel=1)
+    (tmp / "trunc.fa.gz").write_bytes(gz[: len(gz) // 3])
+    (tmp / "empty.fa").write_bytes(b"")
+    (tmp / "dup.fa").write_bytes(b">a\nACGT\n>b\nAC\n>a\nGG\n")
+    (tmp / "bad.bed").write_text("CHROMOSOME_I\t100\n")
+    (tmp / "ok.fa").write_bytes(b">a\nACGT\n")
+    return {
+        "missing": [tmp / "nope.fa"],
+        "truncated gzip": [tmp / "trunc.fa.gz"],
+        "bam as fasta": [data_root / "reads" / "ex1" / "ex1.bam"],
+        "genbank as fasta": [example_genbank],
+        "empty": [tmp / "empty.fa"],
+        "duplicate names": [tmp / "dup.fa"],
+        "unknown contig": [ce, "--region", "chrZ:1-100"],
+        "off the end": [ce, "--region", "CHROMOSOME_X:4,000-5,001"],
+        "malformed region": [ce, "--region", "CHROMOSOME_X:ten-20"],
+        "bad bed": [ce, "--regions", tmp / "bad.bed"],
+        "context 0": [ce, "--context", 0],
+        "overlap >= context": [ce, "--context", 100, "--overlap", 100],
+        "region and regions": [ce, "--region", "CHROMOSOME_X", "--regions", tmp / "bad.bed"],
+        "pileup without reference": [data_root / "reads" / "ex1" / "ex1.bam", "--kind",
+                                     "pileup"],
+        "reference without pileup": [ce, "--reference", ce],
+        "bad k": [ce, "--kind", "kmer", "--k", 0],
+    }
+
+
+CASES = ["missing", "truncated gzip", "bam as fasta", "genbank as fasta", "empty",
+         "duplicate names", "unknown contig", "off the end", "malformed region", "bad bed",
+         "context 0", "overlap >= context", "region and regions", "pileup without reference",
+         "reference without pileup", "bad k"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_fails_cleanly(run_cli, data_root, example_genbank, tmp_path, case):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    args = _bad_inputs(inputs, data_root, example_genbank)[case]
+    outdir = tmp_path / "out"
+    code, out, err = run_cli(["tokenize", *args, "--out", outdir / "t.npz"])
+    assert code != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("genoctx: error:"), err
+    assert "Traceback" not in err + out
+    assert not outdir.exists() or list(outdir.iterdir()) == []
+
+
+def test_out_is_a_directory(run_cli, ce_fa, tmp_path):
+    code, _, err = run_cli(["tokenize", ce_fa, "--out", tmp_path])
+    assert code != 0 and "directory" in err and len(err.strip().splitlines()) == 1
+
+
+def test_failure_while_writing_leaves_nothing(run_cli, ce_fa, tmp_path, monkeypatch):
+    import genoctx.cli.tokenize as mod
+
+    def broken(fh, **arrays):
+        fh.write(b"PK\x03\x04 partial")
+        raise GenoctxError("disk full")
+
+    monkeypatch.setattr(mod.np, "savez_compressed", broken)
+    outdir = tmp_path / "out"
+    code, _, err = run_cli(["tokenize", ce_fa, "--region", "CHROMOSOME_X", "--context", 1000,
+                            "-q", "--out", outdir / "t.npz"])
+    assert code != 0 and "disk full" in err
+    assert list(outdir.iterdir()) == []
+
+
+def test_read_only_input_folder_is_not_written(cli, ce_fa, tmp_path):
+    """The data folder is read-only: tokenizing from it must not try to write an index."""
+    before = sorted(p.name for p in ce_fa.parent.iterdir())
+    code, _, err = cli(["tokenize", ce_fa, "--region", "CHROMOSOME_V", "--context", 2048, "-q",
+                        "--out", tmp_path / "v.npz"])
+    assert code == 0, err
+    assert sorted(p.name for p in ce_fa.parent.iterdir()) == before
+
+
+def test_help_shows_an_example(cli):
+    code, out, _ = cli(["tokenize", "--help"])
+    assert code == 0 and "genoctx tokenize" in out and "--context" in out
+

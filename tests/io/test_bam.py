@@ -1,0 +1,206 @@
+"""Pileup channels against pysam (count_coverage and a naive walk of pysam's pileup engine)."""
+
+import shutil
+
+import numpy as np
+import pysam
+import pytest
+
+from genoctx.errors import InputError, RegionError
+from genoctx.io.bam import CHANNEL_INDEX, PILEUP_CHANNELS, bam_info, open_alignment, pileup_channels
+from genoctx.io.regions import Region
+
+ACGT = slice(CHANNEL_INDEX["A"], CHANNEL_INDEX["T"] + 1)
+
+
+@pytest.fixture(scope="module")
+def reads(data_root):
+    return data_root / "reads"
+
+
+@pytest.fixture(scope="module")
+def ce_bam(reads, tmp_path_factory):
+    """The C. elegans SAM as a sorted, indexed BAM, with its reference."""
+    out = tmp_path_factory.mktemp("ce") / "ce.bam"
+    pysam.sort("-o", str(out), str(reads / "celegans_chrI" / "ce#1000.sam"))
+    pysam.index(str(out))
+    return out, reads / "celegans_chrI" / "ce.fa"
+
+
+@pytest.fixture(scope="module")
+def ex1(reads, tmp_path_factory):
+    """ex1.bam and ex1.fa copied to a writable folder (the data copy has no index)."""
+    folder = tmp_path_factory.mktemp("ex1")
+    for name in ("ex1.bam", "ex1.fa"):
+        shutil.copy(reads / "ex1" / name, folder / name)
+    return folder / "ex1.bam", folder / "ex1.fa"
+
+
+def _cases(reads, ce_bam, ex1):
+    mp = reads / "human_mpileup"
+    return [(mp / "mpileup.1.bam", mp / "mpileup.ref.fa", Region("17", 0, 4200)),
+            (ex1[0], ex1[1], Region("chr1", 0, 1575)),
+            (ex1[0], ex1[1], Region("chr2", 0, 1584)),
+            (ce_bam[0], ce_bam[1], Region("CHROMOSOME_I", 0, 1_009_800))]
+
+
+def _keep(read, min_mapq, exclude, include):
+    return (not read.flag & exclude and read.flag & include == include
+            and read.mapping_quality >= min_mapq)
+
+
+FILTERS = [{}, {"min_mapq": 1, "min_baseq": 0}, {"min_baseq": 30, "exclude_flags": 0x704},
+           {"include_flags": 0x10}]  # the last: reverse-strand reads only
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_acgt_counts_equal_count_coverage(reads, ce_bam, ex1, filters):
+    mapq, baseq = filters.get("min_mapq", 0), filters.get("min_baseq", 13)
+    exclude, include = filters.get("exclude_flags", 0xF04), filters.get("include_flags", 0)
+    for bam, ref, region in _cases(reads, ce_bam, ex1):
+        got = pileup_channels(bam, region, ref, **filters)
+        assert got.shape == (len(region), len(PILEUP_CHANNELS)) and got.dtype == np.float32
+        with pysam.AlignmentFile(str(bam)) as af:
+            want = np.array(af.count_coverage(
+                region.contig, region.start, region.end, quality_threshold=baseq,
+                read_callback=lambda r: _keep(r, mapq, exclude, include))).T
+        assert want.sum() > 0
+        np.testing.assert_array_equal(got[:, ACGT], want)
+
+
+def _naive_channels(bam, region, min_baseq=13, exclude=0xF04):
+    """Every channel by walking pysam's pileup engine read by read, in plain Python."""
+    out = np.zeros((len(region), 8))
+    qsum = np.zeros(len(region))
+    with pysam.AlignmentFile(str(bam)) as af:
+        columns = af.pileup(region.contig, region.start, region.end, truncate=True,
+                            stepper="nofilter", min_base_quality=0, ignore_overlaps=False,
+                            ignore_orphans=False, compute_baq=False, max_depth=1_000_000)
+        for col in columns:
+            i = col.reference_pos - region.start
+            for p in col.pileups:
+                read = p.alignment
+                if read.flag & exclude or read.query_sequence is None or p.is_refskip:
+                    continue
+                if p.is_del:
+                    out[i, 5] += 1
+                else:
+                    base, q = read.query_sequence[p.query_position], \
+                        read.query_qualities[p.query_position]
+                    if base not in "ACGT" or q < min_baseq:
+                        continue
+                    out[i, 1 + "ACGT".index(base)] += 1
+                    qsum[i] += q
+                out[i, 7] += not read.is_reverse
+    out[:, 0] = out[:, 1:6].sum(axis=1)
+    n_bases = out[:, 1:5].sum(axis=1)
+    out[:, 6] = np.divide(qsum, n_bases, out=np.zeros_like(qsum), where=n_bases > 0)
+    out[:, 7] = np.divide(out[:, 7], out[:, 0], out=np.zeros_like(qsum), where=out[:, 0] > 0)
+    return out
+
+
+@pytest.mark.parametrize("min_baseq", [13, 0])
+def test_all_channels_equal_naive_pileup(reads, ce_bam, ex1, min_baseq):
+    for bam, ref, region in _cases(reads, ce_bam, ex1):
+        got = pileup_channels(bam, region, ref, min_baseq=min_baseq)
+        want = _naive_channels(bam, region, min_baseq=min_baseq)
+        np.testing.assert_array_equal(got[:, :6], want[:, :6])  # counts are exact
+        np.testing.assert_allclose(got[:, 6:], want[:, 6:], rtol=1e-6, atol=1e-6)
+
+
+def test_deletions_present_in_real_data(reads):
+    mp = reads / "human_mpileup"
+    got = pileup_channels(mp / "mpileup.1.bam", "17:1-4,200", mp / "mpileup.ref.fa")
+    assert got[:, CHANNEL_INDEX["del"]].sum() > 0
+    covered = got[:, 0] > 0
+    assert np.all(got[covered, CHANNEL_INDEX["strand_plus_frac"]] <= 1)
+    assert np.all(got[~covered] == 0)
+
+
+def test_subregion_is_a_slice(reads):
+    mp = reads / "human_mpileup"
+    whole = pileup_channels(mp / "mpileup.1.bam", Region("17", 0, 4200), mp / "mpileup.ref.fa")
+    part = pileup_channels(mp / "mpileup.1.bam", "17:1,001-1,500", mp / "mpileup.ref.fa")
+    np.testing.assert_array_equal(part, whole[1000:1500])
+    empty = pileup_channels(mp / "mpileup.1.bam", Region("17", 10, 10), mp / "mpileup.ref.fa")
+    assert empty.shape == (0, len(PILEUP_CHANNELS))
+
+
+def test_cram_equals_bam(ce_bam, tmp_path):
+    bam, ref = ce_bam
+    cram = tmp_path / "ce.cram"
+    pysam.view("-C", "-T", str(ref), "-o", str(cram), str(bam), catch_stdout=False)
+    with pytest.raises(InputError, match="needs the reference"):
+        open_alignment(cram)
+    region = Region("CHROMOSOME_I", 0, 200_000)
+    np.testing.assert_array_equal(pileup_channels(cram, region, ref),
+                                  pileup_channels(bam, region, ref))
+    assert (tmp_path / "ce.cram.crai").is_file()
+
+
+def test_missing_index_is_built_in_writable_folder(ex1):
+    bam, _ = ex1
+    with open_alignment(bam) as af:
+        assert af.has_index()
+    assert bam.with_name("ex1.bam.bai").is_file()
+
+
+def test_bam_info_counts_match_a_scan(ex1):
+    bam, _ = ex1
+    open_alignment(bam).close()
+    info = bam_info(bam)
+    assert info["format"] == "BAM" and info["has_index"] and info["sorted"]
+    mapped = {"chr1": 0, "chr2": 0}
+    unmapped = 0
+    with pysam.AlignmentFile(str(bam)) as af:
+        for read in af.fetch(until_eof=True):
+            if read.is_unmapped:
+                unmapped += 1
+            else:
+                mapped[read.reference_name] += 1
+    assert {r["name"]: r["mapped"] for r in info["references"]} == mapped
+    assert info["mapped"] == sum(mapped.values()) and info["unmapped"] == unmapped
+    assert [(r["name"], r["length"]) for r in info["references"]] == [("chr1", 1575),
+                                                                      ("chr2", 1584)]
+
+
+def test_errors(reads, ce_bam, tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        pileup_channels(tmp_path / "nope.bam", "chr1:1-10", None)
+    with pytest.raises(InputError, match="not a BAM"):
+        open_alignment(reads / "ex1" / "ex1.fa")
+    # The data folder is read-only and ex1.bam has no index there: no index may be written.
+    with pytest.raises(InputError, match="read-only"):
+        open_alignment(reads / "ex1" / "ex1.bam")
+    assert not (reads / "ex1" / "ex1.bam.bai").exists()
+    with pytest.raises(InputError, match="SAM"):
+        open_alignment(reads / "celegans_chrI" / "ce#1000.sam")
+    bam, ref = ce_bam
+    with pytest.raises(RegionError, match="unknown contig 'chrUn'"):
+        pileup_channels(bam, Region("chrUn", 0, 10), ref)
+    with pytest.raises(RegionError, match="runs past"):
+        pileup_channels(bam, "CHROMOSOME_II:4,990-5,010", ref)
+
+
+def test_truncated_bam(reads, tmp_path):
+    src = reads / "human_mpileup" / "mpileup.1.bam"
+    data = src.read_bytes()
+    cut = tmp_path / "cut.bam"
+    cut.write_bytes(data[:len(data) // 2])
+    shutil.copy(f"{src}.bai", f"{cut}.bai")
+    with pytest.raises(InputError, match="truncated"):
+        pileup_channels(cut, "17:1-4,200", None)
+
+
+def test_unsorted_bam_is_refused(ce_bam, tmp_path):
+    bam, _ = ce_bam
+    unsorted = tmp_path / "unsorted.bam"
+    with pysam.AlignmentFile(str(bam)) as src:
+        header = src.header.to_dict()
+        header["HD"] = {"VN": "1.6", "SO": "unknown"}
+        records = list(src.fetch(until_eof=True))
+        with pysam.AlignmentFile(str(unsorted), "wb", header=header) as out:
+            for read in reversed(records):
+                out.write(read)
+    with pytest.raises(InputError, match="sort"):
+        open_alignment(unsorted)

@@ -1,0 +1,380 @@
+"""FASTA reading against pysam and Biopython on real data and on small files written here."""
+
+import bz2
+import gzip
+import lzma
+import os
+import random
+import stat
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pysam
+import pytest
+from Bio import SeqIO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genoctx.errors import InputError, RegionError
+from genoctx.io.fasta import FastaFile, fasta_info, iter_records, sniff_format
+from genoctx.io.regions import Region
+from genoctx.tokenize import nucleotide as nt
+
+
+@pytest.fixture(scope="module")
+def ce_fa(data_root) -> Path:
+    return data_root / "reads" / "celegans_chrI" / "ce.fa"
+
+
+@pytest.fixture(scope="module")
+def ce_pysam(ce_fa):
+    # ce.fa ships with its .fai, so pysam opens it without writing into the data folder.
+    with pysam.FastaFile(str(ce_fa)) as fa:
+        yield fa
+
+
+@pytest.fixture(scope="module")
+def ce_copies(ce_fa, tmp_path_factory) -> dict[str, Path]:
+    """gzip, bgzip, xz and bzip2 copies of ce.fa in a writable folder."""
+    folder = tmp_path_factory.mktemp("ce")
+    data = ce_fa.read_bytes()
+    copies = {"gzip": folder / "ce.fa.gz", "xz": folder / "ce.fa.xz", "bz2": folder / "ce.fa.bz2",
+              "bgzf": folder / "ce.bgz.fa.gz"}
+    copies["gzip"].write_bytes(gzip.compress(data, compresslevel=1))
+    copies["xz"].write_bytes(lzma.compress(data, preset=0))
+    copies["bz2"].write_bytes(bz2.compress(data, compresslevel=1))
+    pysam.tabix_compress(str(ce_fa), str(copies["bgzf"]))
+    return copies
+
+
+def _random_intervals(lengths: dict[str, int], n: int, seed: int = 0):
+    rng = random.Random(seed)
+    names = sorted(lengths)
+    for _ in range(n):
+        name = rng.choice(names)
+        size = lengths[name]
+        start = min(size, rng.choice([0, rng.randrange(size), size - 1, 49, 50, 51]))
+        end = rng.choice([size, min(size, start + rng.randrange(1, 300)), start + 1])
+        yield name, start, max(start, min(end, size))
+
+
+# --------------------------------------------------------------------------- real data
+
+def test_read_only_data_folder_uses_its_index(ce_fa, ce_pysam):
+    with FastaFile(ce_fa) as fa:
+        assert fa.mode == "indexed"
+        assert fa.contigs == list(ce_pysam.references)
+        assert fa.lengths == dict(zip(ce_pysam.references, ce_pysam.lengths))
+        assert fa.lengths["CHROMOSOME_I"] == 1_009_800
+        whole = fa.fetch("CHROMOSOME_I")
+        assert len(whole) == 1_009_800
+        assert whole == ce_pysam.fetch("CHROMOSOME_I").encode()
+        for name, start, end in _random_intervals(fa.lengths, 300):
+            assert fa.fetch(name, start, end) == ce_pysam.fetch(name, start, end).encode()
+
+
+def _check_fetch_array(fa, ref, intervals):
+    for name, start, end in intervals:
+        expected = ref.fetch(name, start, end).encode()
+        arr = fa.fetch_array(name, start, end)
+        assert arr.dtype == np.uint8 and arr.flags.writeable
+        assert arr.tobytes() == expected
+        ids = fa.fetch_array(name, start, end, table=nt.ENCODE_TABLE)
+        assert ids.flags.writeable and np.array_equal(ids, nt.encode(expected))
+
+
+def test_fetch_array_is_writable_and_equal(ce_fa, ce_pysam):
+    with FastaFile(ce_fa) as fa:
+        _check_fetch_array(fa, ce_pysam, [("CHROMOSOME_I", s, e) for s, e in [
+            (0, 10), (3, 7), (45, 55), (0, 1_009_800), (1_009_799, 1_009_800), (50, 50)]])
+        _check_fetch_array(fa, ce_pysam, _random_intervals(fa.lengths, 50, seed=7))
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bgzf", "xz", "bz2"])
+def test_compressed_copies_read_the_same(ce_copies, ce_pysam, kind):
+    path = ce_copies[kind]
+    assert sniff_format(path) == ("fasta", kind)
+    with FastaFile(path) as fa:
+        assert fa.mode == ("bgzf" if kind == "bgzf" else "memory")
+        assert fa.lengths == dict(zip(ce_pysam.references, ce_pysam.lengths))
+        for name, start, end in _random_intervals(fa.lengths, 100, seed=1):
+            assert fa.fetch(name, start, end) == ce_pysam.fetch(name, start, end).encode()
+        _check_fetch_array(fa, ce_pysam, _random_intervals(fa.lengths, 20, seed=2))
+    if kind == "bgzf":
+        assert Path(f"{path}.fai").exists() and Path(f"{path}.gzi").exists()
+
+
+@pytest.mark.parametrize("kind", ["plain", "gzip", "bgzf", "xz"])
+def test_iter_records_matches_pysam(ce_fa, ce_copies, ce_pysam, kind):
+    path = ce_fa if kind == "plain" else ce_copies[kind]
+    records = list(iter_records(path))
+    assert [n for n, _ in records] == list(ce_pysam.references)
+    for name, seq in records:
+        assert seq == ce_pysam.fetch(name).encode()
+
+
+def test_fasta_info_counts_like_a_naive_loop(ce_fa):
+    info = fasta_info(ce_fa)
+    for rec, (name, seq) in zip(info, iter_records(ce_fa)):
+        text = seq.decode()
+        acgt = sum(text.upper().count(b) for b in "ACGT")
+        gc = sum(text.upper().count(b) for b in "GC")
+        assert rec == {"name": name, "length": len(text), "n_count": len(text) - acgt,
+                       "softmasked": sum(c.islower() for c in text), "gc": gc / acgt}
+
+
+# --------------------------------------------------------------------------- index handling
+
+def _write_fasta(path: Path, records, width=60, newline=b"\n") -> Path:
+    with open(path, "wb") as fh:
+        for name, seq in records:
+            fh.write(b">" + name.encode() + b" some description" + newline)
+            for i in range(0, len(seq), width):
+                fh.write(seq[i:i + width] + newline)
+    return path
+
+
+def _random_records(n, seed=0, max_len=500):
+    rng = random.Random(seed)
+    letters = b"ACGTacgtNRYKMSWBDHVn"
+    return [(f"rec{i}", bytes(rng.choice(letters) for _ in range(rng.randint(1, max_len))))
+            for i in range(n)]
+
+
+def test_builds_index_in_a_writable_folder(tmp_path):
+    records = _random_records(50)
+    path = _write_fasta(tmp_path / "x.fa", records, width=37)
+    with FastaFile(path) as fa:
+        assert fa.mode == "indexed"
+        assert sorted(os.listdir(tmp_path)) == ["x.fa", "x.fa.fai"]  # no temporary files left
+        for name, seq in records:
+            assert fa.fetch(name) == seq  # case and IUPAC kept
+    with FastaFile(path, build_index=False) as fa:  # the index is reused
+        assert fa.mode == "indexed"
+
+
+def test_read_only_folder_streams_into_memory(tmp_path):
+    records = _random_records(5)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = _write_fasta(folder / "x.fa", records)
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
+    try:
+        with FastaFile(path) as fa:
+            assert fa.mode == "memory"
+            assert [fa.fetch(n) for n, _ in records] == [s for _, s in records]
+        assert os.listdir(folder) == ["x.fa"]
+    finally:
+        folder.chmod(stat.S_IRWXU)
+
+
+def test_no_build_without_index_streams(tmp_path):
+    path = _write_fasta(tmp_path / "x.fa", _random_records(3))
+    with FastaFile(path, build_index=False) as fa:
+        assert fa.mode == "memory"
+    assert not Path(f"{path}.fai").exists()
+
+
+def test_many_records_match_biopython(tmp_path):
+    records = _random_records(2000, seed=3, max_len=120)
+    path = _write_fasta(tmp_path / "many.fa", records, width=50)
+    expected = {r.id: str(r.seq).encode() for r in SeqIO.parse(path, "fasta")}
+    assert len(expected) == 2000
+    for build in (True, False):
+        with FastaFile(path, build_index=build) as fa:
+            assert fa.contigs == [n for n, _ in records]
+            assert {n: fa.fetch(n) for n in fa.contigs} == expected
+
+
+def test_crlf_files(tmp_path):
+    records = _random_records(20, seed=4)
+    lf = _write_fasta(tmp_path / "lf.fa", records, width=41)
+    crlf = _write_fasta(tmp_path / "crlf.fa", records, width=41, newline=b"\r\n")
+    with FastaFile(lf) as a, FastaFile(crlf) as b:
+        assert b.mode == "indexed" and a.lengths == b.lengths
+        for name, start, end in _random_intervals(a.lengths, 200):
+            assert b.fetch(name, start, end) == a.fetch(name, start, end)
+    assert list(iter_records(crlf)) == records
+
+
+def test_ragged_lines_fall_back_to_memory(tmp_path):
+    path = tmp_path / "ragged.fa"
+    path.write_bytes(b">a\nACGTACGT\nAC\nGGGGGGGGGGG\n>b\nTTTT")
+    with FastaFile(path) as fa:
+        assert fa.mode == "memory"  # faidx refuses uneven line widths
+        assert fa.fetch("a") == b"ACGTACGTACGGGGGGGGGGG" and fa.fetch("b") == b"TTTT"
+    assert not Path(f"{path}.fai").exists()
+
+
+def test_blanks_inside_lines_are_not_indexed(tmp_path):
+    path = tmp_path / "blanks.fa"
+    path.write_bytes(b">a\nAC GT\nAC\n")
+    with FastaFile(path) as fa:  # faidx would count the blank as a base
+        assert fa.fetch("a") == b"ACGTAC"
+
+
+def test_single_line_records_and_empty_records(tmp_path):
+    long = np.frombuffer(b"ACGT", np.uint8)[np.random.default_rng(5).integers(0, 4, 100_000)]
+    long = long.tobytes()
+    path = tmp_path / "oneline.fa"
+    path.write_bytes(b">empty\n>long\n" + long + b"\n>last\nAC")
+    with FastaFile(path) as fa:
+        assert fa.lengths == {"empty": 0, "long": 100_000, "last": 2}
+        assert fa.fetch("long") == long and fa.fetch("empty") == b""
+
+
+def test_stale_index_is_detected_and_rebuilt(tmp_path):
+    path = _write_fasta(tmp_path / "x.fa", [("a", b"ACGT" * 30)], width=50)
+    FastaFile(path).close()
+    _write_fasta(path, [("a", b"ACGT" * 30), ("b", b"GGCC" * 5)], width=50)
+    with FastaFile(path) as fa:
+        assert fa.mode == "indexed"
+        assert fa.fetch("b") == b"GGCC" * 5
+
+
+def test_inconsistent_index_in_read_only_folder_is_not_trusted(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = _write_fasta(folder / "x.fa", [("a", b"ACGT" * 30), ("b", b"TTTT")], width=50)
+    Path(f"{path}.fai").write_text("a\t120\t27\t50\t51\n")  # b missing, and the offset is wrong
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with FastaFile(path) as fa:
+            assert fa.mode == "memory" and fa.fetch("b") == b"TTTT"
+    finally:
+        folder.chmod(stat.S_IRWXU)
+
+
+_SEQS = st.lists(st.tuples(st.integers(1, 200), st.text("ACGTNacgtnRYKM", min_size=1,
+                                                        max_size=300)),
+                 min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=_SEQS, crlf=st.booleans(), data=st.data())
+def test_random_files_fetch_like_a_naive_parser(records, crlf, data):
+    recs = [(f"r{i}", seq.encode()) for i, (_, seq) in enumerate(records)]
+    width = records[0][0]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write_fasta(Path(tmp) / "h.fa", recs, width=width,
+                            newline=b"\r\n" if crlf else b"\n")
+        with FastaFile(path) as fa:
+            name, seq = data.draw(st.sampled_from(recs))
+            start = data.draw(st.integers(0, len(seq)))
+            end = data.draw(st.integers(start, len(seq)))
+            assert fa.fetch(name, start, end) == seq[start:end]
+            assert fa.fetch_region(Region(name, start, end)) == seq[start:end]
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_missing_and_directory(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        FastaFile(tmp_path / "nope.fa")
+    with pytest.raises(InputError, match="directory"):
+        FastaFile(tmp_path)
+
+
+def test_empty_and_blank_files(tmp_path):
+    (tmp_path / "empty.fa").write_bytes(b"")
+    with pytest.raises(InputError, match="is empty"):
+        FastaFile(tmp_path / "empty.fa")
+    (tmp_path / "blank.fa").write_bytes(b"\n\n  \r\n")
+    with pytest.raises(InputError, match="no FASTA records"):
+        FastaFile(tmp_path / "blank.fa")
+    (tmp_path / "empty.fa.gz").write_bytes(gzip.compress(b""))
+    with pytest.raises(InputError, match="no FASTA records"):
+        list(iter_records(tmp_path / "empty.fa.gz"))
+
+
+def test_bam_and_genbank_given_as_fasta(data_root, example_genbank):
+    with pytest.raises(InputError, match="looks like BAM"):
+        FastaFile(data_root / "reads" / "ex1" / "ex1.bam")
+    with pytest.raises(InputError, match="looks like GenBank"):
+        FastaFile(example_genbank)
+    gbff = data_root / "genomes" / "bacteria" / "Escherichia_coli_K12_MG1655.gbff.gz"
+    with pytest.raises(InputError, match="looks like GenBank"):
+        list(iter_records(gbff))
+
+
+def test_truncated_gzip_and_bgzip(ce_fa, ce_copies, tmp_path):
+    data = ce_copies["gzip"].read_bytes()
+    (tmp_path / "t.fa.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="truncated"):
+        FastaFile(tmp_path / "t.fa.gz")
+    with pytest.raises(InputError, match="truncated"):
+        list(iter_records(tmp_path / "t.fa.gz"))
+    data = ce_copies["bgzf"].read_bytes()
+    (tmp_path / "t.bgz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="truncated"):
+        FastaFile(tmp_path / "t.bgz")
+    assert not list(tmp_path.glob("t.bgz.*"))
+
+
+@pytest.mark.parametrize("build", [True, False])
+def test_duplicate_names(tmp_path, build):
+    path = _write_fasta(tmp_path / "dup.fa", [("a", b"ACGT"), ("b", b"GG"), ("a", b"TT")])
+    with pytest.raises(InputError, match="duplicate record name 'a'"):
+        FastaFile(path, build_index=build)
+    assert not Path(f"{path}.fai").exists()
+
+
+def test_duplicate_names_behind_an_existing_faidx_index(tmp_path):
+    path = _write_fasta(tmp_path / "dup.fa", [("a", b"ACGT"), ("b", b"GG"), ("a", b"TT")])
+    pysam.faidx(str(path))  # htslib keeps the first 'a' and says nothing
+    with pytest.raises(InputError, match="duplicate record name 'a'"):
+        FastaFile(path)
+
+
+def test_duplicate_names_may_be_streamed_on_request(data_root):
+    path = data_root / "classification" / "promoters" / "Bacillus_prom.fa"
+    with pytest.raises(InputError, match="duplicate"):
+        list(iter_records(path))
+    records = list(iter_records(path, unique=False))
+    expected = [(r.id, str(r.seq).encode()) for r in SeqIO.parse(path, "fasta")]
+    assert records == expected and len({n for n, _ in records}) < len(records)
+
+
+def test_duplicate_names_in_bgzip(tmp_path):
+    plain = _write_fasta(tmp_path / "dup.fa", [("a", b"ACGT"), ("a", b"TT")])
+    pysam.tabix_compress(str(plain), str(tmp_path / "dup.fa.gz"))
+    with pytest.raises(InputError, match="duplicate"):
+        FastaFile(tmp_path / "dup.fa.gz")
+
+
+def test_not_sequence_bytes(tmp_path):
+    (tmp_path / "digits.fa").write_bytes(b">a\nACGT\n1 ACGT\n")
+    with pytest.raises(InputError, match="not a sequence letter"):
+        FastaFile(tmp_path / "digits.fa")
+    (tmp_path / "lead.fa").write_bytes(b"ACGT\n>a\nACGT\n")
+    with pytest.raises(InputError, match="not FASTA"):
+        FastaFile(tmp_path / "lead.fa")
+    (tmp_path / "noname.fa").write_bytes(b">\nACGT\n")
+    with pytest.raises(InputError, match="empty name"):
+        FastaFile(tmp_path / "noname.fa")
+
+
+def test_region_errors(ce_fa):
+    with FastaFile(ce_fa) as fa:
+        with pytest.raises(RegionError, match="unknown contig 'chrZ'"):
+            fa.fetch("chrZ")
+        with pytest.raises(RegionError, match="length 5,000"):
+            fa.fetch_region("CHROMOSOME_X:4,990-5,001")
+        with pytest.raises(RegionError, match="length 5,000"):
+            fa.fetch("CHROMOSOME_X", 0, 5001)
+        with pytest.raises(RegionError):
+            fa.fetch("CHROMOSOME_X", 10, 5)
+        with pytest.raises(RegionError, match="unknown contig"):
+            fa.resolve(Region("chrZ", 0, 1))
+        assert fa.fetch("CHROMOSOME_X", 5000, 5000) == b""
+
+
+def test_sniff_detects_content_not_extension(tmp_path, data_root, example_fasta):
+    disguised = tmp_path / "reads.bam"
+    disguised.write_bytes(gzip.compress(example_fasta.read_bytes()))
+    assert sniff_format(disguised) == ("fasta", "gzip")
+    assert sniff_format(data_root / "reads" / "ex1" / "ex1.bam") == ("bam", "bgzf")
+    assert sniff_format(data_root / "reads" / "celegans_chrI" / "ce#1000.sam")[0] == "sam"
+    with FastaFile(disguised) as fa:
+        assert fa.contigs == [r.id for r in SeqIO.parse(example_fasta, "fasta")]

@@ -1,0 +1,140 @@
+"""VCF/BCF reading on files written with pysam against the human 17:1-4200 reference."""
+
+import pysam
+import pytest
+
+from genoctx.errors import InputError
+from genoctx.io.fasta import FastaFile
+from genoctx.io.vcf import Variant, VariantStats, iter_variants, vcf_info
+
+
+@pytest.fixture(scope="module")
+def ref_path(data_root):
+    return data_root / "reads" / "human_mpileup" / "mpileup.ref.fa"
+
+
+@pytest.fixture(scope="module")
+def ref_seq(ref_path):
+    with pysam.FastaFile(str(ref_path)) as fa:
+        return fa.fetch("17")
+
+
+def _other(base: str) -> str:
+    return "C" if base.upper() != "C" else "G"
+
+
+def _records(seq):
+    """(start, alleles, id, qual, filter) of the test records, built from the real bases."""
+    return [
+        (9, (seq[9], _other(seq[9]), "T" if seq[9].upper() != "T" else "A"), "rs1", 30.0, "PASS"),
+        (99, (seq[99:103], seq[99]), None, None, None),                  # 3-bp deletion
+        (199, (seq[199], seq[199] + "GATT"), "ins1", 12.5, "LowQual"),   # insertion
+        (299, (_other(seq[299]), "A"), None, None, None),                # REF mismatch
+        (399, (seq[399], "<DEL>", "*", _other(seq[399])), None, None, None),
+        (4199, (seq[4199] + "A", seq[4199]), None, None, None),          # REF runs off the end
+    ]
+
+
+def _write(path, mode, seq):
+    header = pysam.VariantHeader()
+    header.contigs.add("17", length=4200)
+    header.contigs.add("chrUn", length=1000)
+    header.add_meta("FILTER", items=[("ID", "LowQual"), ("Description", "low quality")])
+    header.add_meta("INFO", items=[("ID", "END"), ("Number", "1"), ("Type", "Integer"),
+                                   ("Description", "end of a symbolic allele")])
+    header.add_sample("HG00100")
+    with pysam.VariantFile(str(path), mode, header=header) as out:
+        for start, alleles, vid, qual, flt in _records(seq):
+            rec = out.new_record(contig="17", start=start, alleles=alleles, id=vid, qual=qual)
+            if flt:
+                rec.filter.add(flt)
+            out.write(rec)
+        out.write(out.new_record(contig="chrUn", start=5, alleles=("A", "C")))
+    return path
+
+
+@pytest.fixture(params=["vcf", "vcf.gz", "bcf"])
+def vcf_path(request, tmp_path, ref_seq):
+    mode = {"vcf": "w", "vcf.gz": "wz", "bcf": "wb"}[request.param]
+    path = _write(tmp_path / f"calls.{request.param}", mode, ref_seq)
+    if request.param == "vcf.gz":
+        pysam.tabix_index(str(path), preset="vcf", force=True)
+    return path
+
+
+def test_split_check_and_count(vcf_path, ref_path, ref_seq):
+    stats = VariantStats()
+    variants = list(iter_variants(vcf_path, ref_path, stats=stats))
+    got = [(v.contig, v.pos, v.ref, v.alt, v.allele_index, v.record_index, v.ref_ok)
+           for v in variants]
+    s = ref_seq
+    assert got == [
+        ("17", 9, s[9], _other(s[9]), 1, 0, True),
+        ("17", 9, s[9], "T" if s[9].upper() != "T" else "A", 2, 0, True),
+        ("17", 99, s[99:103], s[99], 1, 1, True),
+        ("17", 199, s[199], s[199] + "GATT", 1, 2, True),
+        ("17", 299, _other(s[299]), "A", 1, 3, False),
+        ("17", 399, s[399], _other(s[399]), 3, 4, True),
+        ("17", 4199, s[4199] + "A", s[4199], 1, 5, False),
+        ("chrUn", 5, "A", "C", 1, 6, False),
+    ]
+    assert stats.as_dict() == {"records": 7, "variants": 8, "multiallelic": 2, "symbolic": 2,
+                               "no_alt": 0, "ref_mismatch": 2, "unknown_contig": 1}
+    first, deletion, insertion = variants[0], variants[2], variants[3]
+    assert (first.id, first.qual, first.filters, first.is_snv) == ("rs1", 30.0, ("PASS",), True)
+    assert (deletion.end, deletion.is_snv) == (103, False)
+    assert (insertion.id, insertion.qual, insertion.filters) == ("ins1", 12.5, ("LowQual",))
+
+
+def test_without_reference_nothing_is_checked(vcf_path):
+    stats = VariantStats()
+    variants = list(iter_variants(vcf_path, stats=stats))
+    assert len(variants) == 8 and all(v.ref_ok for v in variants)
+    assert stats.ref_mismatch == stats.unknown_contig == 0
+
+
+def test_open_fastafile_is_accepted(tmp_path, ref_path, ref_seq):
+    path = _write(tmp_path / "calls.vcf", "w", ref_seq)
+    with FastaFile(ref_path) as fa:
+        assert [v.ref_ok for v in iter_variants(path, fa)].count(False) == 3
+        assert fa.fetch("17", 0, 4) == ref_seq[:4].encode()  # still open afterwards
+
+
+def test_case_insensitive_ref(tmp_path, ref_path, ref_seq):
+    header = pysam.VariantHeader()
+    header.contigs.add("17", length=4200)
+    path = tmp_path / "lower.vcf"
+    with pysam.VariantFile(str(path), "w", header=header) as out:
+        out.write(out.new_record(contig="17", start=20, alleles=(ref_seq[20].lower(), "N")))
+    (v,) = iter_variants(path, ref_path)
+    assert v.ref_ok and isinstance(v, Variant)
+
+
+def test_vcf_info(vcf_path):
+    info = vcf_info(vcf_path)
+    assert info["contigs"] == {"17": 4200, "chrUn": 1000}
+    assert info["samples"] == ["HG00100"] and info["records"] == 7
+    assert info["format"] == ("BCF" if vcf_path.suffix == ".bcf" else "VCF")
+    assert info["indexed"] == vcf_path.name.endswith(".gz")
+
+
+HEADER = "##fileformat=VCFv4.2\n##contig=<ID=17,length=4200>\n" \
+         "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+
+
+@pytest.mark.parametrize("text, match", [
+    (HEADER + "17\tabc\t.\tA\tC\t.\t.\t.\n", "record 1 is malformed"),
+    (HEADER + "17\t5\t.\tA\tC\t.\t.\t.\n17\t9\t.\tA\n", "record 2 is malformed"),
+    ("##fileformat=VCFv4.2\n17\t5\t.\tA\tC\t.\t.\t.\n", "cannot read the VCF header"),
+    (">chr1\nACGT\n", "not VCF"),
+])
+def test_malformed_vcf_raises_input_error(tmp_path, text, match):
+    path = tmp_path / "bad.vcf"
+    path.write_text(text)
+    with pytest.raises(InputError, match=match):
+        list(iter_variants(path))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        list(iter_variants(tmp_path / "none.vcf"))
