@@ -1,0 +1,191 @@
+"""Fused Triton hybrid attention (interpreter on CPU) against the fp32 PyTorch reference.
+
+Every output (o and the final state) and every gradient (q, k, v, gate and the initial state)
+is compared, with one random upstream gradient for each output. Tolerances: a relative-RMS bound
+of ~100 fp32 ulps in fp32; in fp16, error(Triton) <= 2 x error(plain PyTorch at fp16) + a small
+floor, both against the fp32 reference on the same rounded inputs.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from genoctx.kernels._triton_utils import force_tiles
+from genoctx.kernels.hybrid import hybrid_attn
+from genoctx.kernels.hybrid.reference import hybrid_attn_reference
+from genoctx.kernels.linear_attn.reference import linear_attn_reference
+
+from genoctx.errors import InputError
+
+FP32_REL_RMS = 1e-5
+LOWP_FLOOR = 2e-5
+NAMES = ("o", "S_final", "z_final", "dq", "dk", "dv", "dgate", "dS0", "dz0")
+
+
+def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
+    x, ref = x.double(), ref.double()
+    return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def random_extra(B, H, NB, K, gen):
+    """Distinct entries per row from [-1, NB + 1] (unused, valid, in-window, future, too big)."""
+    rows = [torch.randperm(NB + 3, generator=gen)[:K] - 1 for _ in range(B * H * NB)]
+    return torch.stack(rows).view(B, H, NB, K)
+
+
+def lowp_local(q, k, v, *, block_size, causal, extra):
+    """Plain PyTorch softmax attention in the inputs' dtype (flash-attention's upcast=False)."""
+    T = q.shape[1]
+    qb = torch.arange(T) // block_size
+    allowed = ((qb[:, None] - qb[None, :]).abs() <= 1)[None, None]
+    if extra is not None:
+        allowed = allowed | (extra[:, :, qb][..., None] == qb).any(-2)
+    if causal:
+        allowed = allowed & torch.ones(T, T, dtype=torch.bool).tril()
+    s = torch.einsum("bqhd,bkhd->bhqk", q, k) * q.shape[-1] ** -0.5
+    p = torch.softmax(s.masked_fill(~allowed, float("-inf")).float(), -1).to(q.dtype)
+    return torch.einsum("bhqk,bkhd->bqhd", p, v)
+
+
+def lowp_linear(q, k, v, s0, z0, *, causal, eps=1e-6):
+    """Linear attention as mixed-precision PyTorch does it: fp16 matmul operands, fp32 sums
+    (an all-fp16 normaliser would overflow at these lengths)."""
+    fq = (F.elu(q.float()) + 1).to(q.dtype).float()
+    fk = (F.elu(k.float()) + 1).to(k.dtype).float()
+    a = torch.einsum("bqhd,bkhd->bhqk", fq, fk)
+    if causal:
+        a = a * torch.ones(q.shape[1], q.shape[1]).tril()
+    num = torch.einsum("bhqk,bkhd->bqhd", a.to(q.dtype).float(), v.float())
+    den = a.sum(-1).transpose(1, 2)
+    num = num + torch.einsum("bqhd,bhde->bqhe", fq, s0)
+    den = den + torch.einsum("bqhd,bhd->bqh", fq, z0)
+    s_fin = s0 + torch.einsum("bkhd,bkhe->bhde", fk, v.float())
+    return num / (den[..., None] + eps), (s_fin, z0 + fk.sum(1))
+
+
+def lowp_hybrid(q, k, v, gate, s0, z0, *, block_size, causal, extra):
+    o_loc = lowp_local(q, k, v, block_size=block_size, causal=causal, extra=extra)
+    o_lin, state = lowp_linear(q, k, v, s0, z0, causal=causal)
+    g = gate.float()[..., None]
+    return (g * o_loc.float() + (1 - g) * o_lin).to(q.dtype), state
+
+
+def make_inputs(B, T, H, D, dtype, gate_dtype, gen):
+    q, k, v = (torch.randn(B, T, H, D, generator=gen).to(dtype) for _ in range(3))
+    gate = torch.rand(B, T, H, generator=gen)
+    gate[:, ::7] = 0.0  # the saturated gate values a sigmoid reaches in fp16/bf16
+    gate[:, 3::11] = 1.0
+    # A state as a previous 64-token segment leaves it.
+    prev = [torch.randn(B, 64, H, D, generator=gen) for _ in range(2)]
+    _, (s0, z0) = linear_attn_reference(prev[0], prev[0], prev[1], output_final_state=True)
+    return q, k, v, gate.to(gate_dtype), s0, z0
+
+
+def run_case(B, T, H, D, block_size, causal, num_extra, dtype, *, gate_dtype=torch.float32,
+             seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    inputs = make_inputs(B, T, H, D, dtype, gate_dtype, gen)
+    extra = random_extra(B, H, -(-T // block_size), num_extra, gen) if num_extra else None
+    do = torch.randn(B, T, H, D, generator=gen).to(dtype)
+    d_s, d_z = torch.randn(B, H, D, D, generator=gen), torch.randn(B, H, D, generator=gen)
+    kw = {"block_size": block_size, "causal": causal, "extra_blocks": extra}
+
+    def fwd_bwd(fn, xs):
+        xs = [x.detach().clone().requires_grad_() for x in xs]
+        o, (s_fin, z_fin) = fn(*xs)
+        loss = (o.float() * do.float()).sum() + (s_fin * d_s).sum() + (z_fin * d_z).sum()
+        return [o, s_fin, z_fin, *torch.autograd.grad(loss, xs)]
+
+    def triton_fn(q, k, v, g, s0, z0):
+        return hybrid_attn(q, k, v, g, initial_state=(s0, z0), output_final_state=True, **kw)
+
+    def ref_fn(q, k, v, g, s0, z0):
+        return hybrid_attn_reference(q, k, v, g, initial_state=(s0, z0),
+                                     output_final_state=True, **kw)
+
+    def lowp_fn(q, k, v, g, s0, z0):
+        return lowp_hybrid(q, k, v, g, s0, z0, block_size=block_size, causal=causal,
+                           extra=extra)
+
+    got = fwd_bwd(triton_fn, inputs)
+    ref = fwd_bwd(ref_fn, [x.float() for x in inputs])
+    if dtype == torch.float32:
+        for name, g, r in zip(NAMES, got, ref):
+            assert rel_rms(g, r) <= FP32_REL_RMS, f"{name}: rel RMS {rel_rms(g, r):.2e}"
+        return
+    lowp = fwd_bwd(lowp_fn, inputs)
+    for name, g, lp, r, x in zip(NAMES, got, lowp, ref, [None] * 3 + list(inputs)):
+        assert x is None or g.dtype == x.dtype, f"{name} has dtype {g.dtype}"
+        err, err_pt = rel_rms(g, r), rel_rms(lp, r)
+        assert err <= 2 * err_pt + LOWP_FLOOR, f"{name}: {err:.2e} vs PyTorch fp16 {err_pt:.2e}"
+
+
+@pytest.mark.parametrize(
+    "B, T, H, D, block_size, causal, num_extra, dtype",
+    [
+        (1, 255, 2, 32, 32, True, 0, torch.float32),
+        (2, 333, 2, 48, 64, True, 2, torch.float32),
+        (1, 333, 2, 64, 64, False, 3, torch.float32),
+        (1, 511, 1, 64, 16, True, 2, torch.float16),
+        (1, 255, 2, 128, 32, False, 0, torch.float16),
+        (1, 100, 1, 32, 24, True, 2, torch.float32),  # block size not a power of two
+    ],
+)
+def test_matches_reference(B, T, H, D, block_size, causal, num_extra, dtype):
+    run_case(B, T, H, D, block_size, causal, num_extra, dtype)
+
+
+def test_long_sequence_fp16():
+    """T = 1023 with 128-token blocks: each block spans two 64-row interpreter tiles."""
+    run_case(1, 1023, 1, 32, 128, True, 1, torch.float16, seed=7)
+
+
+def test_fp16_gate():
+    run_case(1, 200, 2, 32, 32, True, 1, torch.float16, gate_dtype=torch.float16, seed=4)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_block_longer_than_tiles(causal):
+    """A 64-token block (= linear chunk) split into 32-row query tiles, 16-key tiles and
+    16-row state tiles, odd T so the last block is short."""
+    with force_tiles("hybrid_fwd", block_m=32, block_n=16), \
+            force_tiles("hybrid_bwd_dq", block_m=16, block_n=32), \
+            force_tiles("hybrid_bwd_dkdv", block_m=32, block_n=16), \
+            force_tiles("hybrid_state", block_m=16):
+        run_case(1, 201, 2, 32, 64, causal, 2, torch.float32, seed=1)
+
+
+def test_state_carries_across_segments():
+    """Two segments with the state carried give the one-pass final state (linear branch)."""
+    gen = torch.Generator().manual_seed(5)
+    q, k, v, gate, _, _ = make_inputs(1, 192, 2, 32, torch.float32, torch.float32, gen)
+    _, whole = hybrid_attn(q, k, v, gate, block_size=32, output_final_state=True)
+    _, first = hybrid_attn(q[:, :96], k[:, :96], v[:, :96], gate[:, :96], block_size=32,
+                           output_final_state=True)
+    _, second = hybrid_attn(q[:, 96:], k[:, 96:], v[:, 96:], gate[:, 96:], block_size=32,
+                            initial_state=first, output_final_state=True)
+    for a, b in zip(second, whole):
+        assert rel_rms(a, b) <= FP32_REL_RMS
+
+
+def test_no_grad_path_matches_grad_path():
+    gen = torch.Generator().manual_seed(6)
+    q, k, v, gate, s0, z0 = make_inputs(1, 130, 2, 32, torch.float32, torch.float32, gen)
+    kw = {"block_size": 32, "initial_state": (s0, z0), "output_final_state": True}
+    with torch.no_grad():
+        o_ng, st_ng = hybrid_attn(q, k, v, gate, **kw)
+    o_g, st_g = hybrid_attn(q, k, v, gate.requires_grad_(), **kw)
+    for a, b in zip((o_ng, *st_ng), (o_g, *st_g)):
+        torch.testing.assert_close(a, b.detach(), rtol=0, atol=0)
+    assert hybrid_attn(q, k, v, gate, block_size=32)[1] is None
+
+
+def test_rejects_bad_inputs():
+    q = torch.randn(1, 64, 2, 32)
+    gate = torch.rand(1, 64, 2)
+    with pytest.raises(InputError, match="gate"):
+        hybrid_attn(q, q, q, gate[:, :32], block_size=16)
+    with pytest.raises(InputError, match="initial_state"):
+        hybrid_attn(q, q, q, gate, block_size=16,
+                    initial_state=(torch.zeros(1, 2, 32, 16), torch.zeros(1, 2, 32)))
+    with pytest.raises(InputError, match="head dim"):
+        hybrid_attn(q[..., :16], q[..., :16], q[..., :16], gate, block_size=16)
