@@ -1,0 +1,403 @@
+"""``genoctx score-variants``: VCF in → VCF out with model log-likelihood scores and consequences.
+
+Every record is copied with these INFO fields added (declared in the header):
+
+- ``GCX_DLL`` (Number=A, Float): alt − ref log-likelihood of the window, mean of both strands
+  (:mod:`genoctx.heads.variant`);
+- ``GCX_CLASS`` (Number=1, String): annotation class at POS, from ``--annotation``, else from the
+  checkpoint's annotation head, else ``.``;
+- ``GCX_CONSEQ`` (Number=A, String): consequence of each ALT (:mod:`genoctx.heads.consequence`)
+  from ``--annotation``, else from the genes the decoder predicts on the reference around the
+  variants;
+- ``GCX_SCORE`` (Number=A, Float): a supervised head's score, only when one is given
+  (:class:`genoctx.heads.variant.VariantHead`; none ships yet, so the CLI never writes it).
+
+A REF that disagrees with the reference gets FILTER ``GCX_REF_MISMATCH`` and no score; a record
+on a contig missing from the reference gets ``GCX_UNKNOWN_CONTIG`` (and the run stops with an
+error when no variant lies on a reference contig: the wrong reference). Records are read and
+written as a stream (scores in chunks) into a temporary file renamed at the end; ``.gz`` output
+is bgzipped and tabix-indexed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from genoctx.errors import InputError
+
+EPILOG = """Examples:
+
+  genoctx score-variants calls.vcf.gz -R genome.fa -a genes.gff3 -o scored.vcf.gz
+
+  genoctx score-variants brca1.vcf -R NG_005905.2.fa --context 2048 --model ckpt/ > out.vcf
+"""
+
+FILTER_MISMATCH = "GCX_REF_MISMATCH"
+FILTER_UNKNOWN = "GCX_UNKNOWN_CONTIG"
+_OUR_KEYS = ("GCX_DLL", "GCX_CLASS", "GCX_CONSEQ", "GCX_SCORE")
+
+
+@dataclass
+class Summary:
+    """What one run did (printed at the end of ``genoctx score-variants``)."""
+
+    records: int = 0
+    variants: int = 0
+    scored: int = 0
+    ref_mismatch: int = 0
+    unknown_contig: int = 0
+    symbolic: int = 0
+    indexed: bool = False
+
+    def line(self) -> str:
+        return (f"{self.records} records, {self.variants} variants, {self.scored} scored, "
+                f"{self.ref_mismatch} ref mismatches, {self.unknown_contig} unknown contigs, "
+                f"{self.symbolic} symbolic skipped")
+
+
+@dataclass
+class _Annotator:
+    """Where GCX_CLASS and GCX_CONSEQ come from."""
+
+    klass: Callable[[str, int], str]
+    consequence: Callable[[str, int, str, str], str]
+    class_source: str
+    conseq_source: str
+
+
+# ----------------------------------------------------------------------------- header
+
+def _header_lines(context: int, ann: _Annotator, provenance: str, supervised: bool) -> list[str]:
+    lines = [
+        ('##INFO=<ID=GCX_DLL,Number=A,Type=Float,Description="genoctx: log-likelihood of the '
+         f'alt window minus the ref window (up to {context} bases around REF), mean of both '
+         'strands">'),
+        ('##INFO=<ID=GCX_CLASS,Number=1,Type=String,Description="genoctx: annotation class at '
+         f'POS, from {ann.class_source}">'),
+        ('##INFO=<ID=GCX_CONSEQ,Number=A,Type=String,Description="genoctx: consequence of each '
+         'ALT (splice, nonsense, frameshift, stop_lost, start_lost, inframe_indel, missense, '
+         f'splice_region, synonymous, noncoding) from {ann.conseq_source}">'),
+    ]
+    if supervised:
+        lines.append('##INFO=<ID=GCX_SCORE,Number=A,Type=Float,Description="genoctx: score of '
+                     'the supervised variant head">')
+    lines += [(f'##FILTER=<ID={FILTER_MISMATCH},Description="genoctx: REF differs from the '
+               'reference FASTA; not scored">'),
+              (f'##FILTER=<ID={FILTER_UNKNOWN},Description="genoctx: contig missing from the '
+               'reference FASTA; not scored">'),
+              f"##genoctx_score_variants=<{provenance}>"]
+    return lines
+
+
+def _output_header(text: str, ours: list[str]) -> str:
+    """The input header with earlier genoctx lines dropped and ours before ``#CHROM``."""
+    kept = [ln for ln in text.rstrip("\n").split("\n")
+            if not (ln.startswith("##genoctx_score_variants=")
+                    or any(f"ID={k}," in ln for k in (*_OUR_KEYS, FILTER_MISMATCH, FILTER_UNKNOWN)))]
+    return "\n".join(kept[:-1] + ours + kept[-1:]) + "\n"
+
+
+# ----------------------------------------------------------------------------- records
+
+def _format_float(x: float | None) -> str:
+    if x is None:
+        return "."
+    text = f"{x:.4f}"
+    return "0.0000" if text == "-0.0000" else text
+
+
+def _edit_record(line: str, info: list[str], flt: str | None) -> str:
+    """A VCF data line with genoctx INFO entries replaced by ``info`` and FILTER ``flt`` added."""
+    cols = line.rstrip("\n").split("\t")
+    kept = [x for x in cols[7].split(";") if x and x != "." and x.split("=")[0] not in _OUR_KEYS]
+    cols[7] = ";".join(kept + info) or "."
+    filters = [x for x in cols[6].split(";")
+               if x not in (".", "PASS", FILTER_MISMATCH, FILTER_UNKNOWN)]
+    if flt is not None:
+        cols[6] = ";".join(filters + [flt])
+    elif cols[6] not in (".", "PASS"):
+        cols[6] = ";".join(filters) or "."
+    return "\t".join(cols) + "\n"
+
+
+def _ref_ok(fa, rec) -> bool:
+    n = fa.lengths[rec.chrom]
+    return rec.stop <= n and fa.fetch(rec.chrom, rec.start, rec.stop).upper() == \
+        rec.ref.upper().encode()
+
+
+def _record_fields(rec, alleles: dict, fa, ann: _Annotator,
+                   supervised, context: int) -> tuple[list[str], str | None]:
+    """INFO entries and FILTER of one record; ``alleles``: ALT index → (Variant, GCX_DLL)."""
+    known = rec.chrom in fa.lengths
+    flt = FILTER_UNKNOWN if not known else None if _ref_ok(fa, rec) else FILTER_MISMATCH
+    if not rec.alts:
+        return [], flt
+    dll, conseq, score = [], [], []
+    for k in range(1, len(rec.alts) + 1):
+        v, d = alleles.get(k, (None, None))
+        dll.append(_format_float(d))
+        ok = v is not None and v.ref_ok
+        conseq.append(ann.consequence(v.contig, v.pos, v.ref, v.alt) if ok else ".")
+        if supervised is not None:
+            score.append(_format_float(_supervised_score(supervised, fa, v, context) if ok
+                                       else None))
+    klass = ann.klass(rec.chrom, rec.start) if known else "."
+    info = [f"GCX_DLL={','.join(dll)}", f"GCX_CLASS={klass}",
+            f"GCX_CONSEQ={','.join(conseq)}"]
+    if supervised is not None:
+        info.append(f"GCX_SCORE={','.join(score)}")
+    return info, flt
+
+
+def _supervised_score(head, fa, variant, context: int) -> float:
+    from genoctx.heads.variant import variant_windows
+
+    ref_ids, alt_ids = variant_windows(fa, variant, context)
+    return float(head(variant, ref_ids, alt_ids))
+
+
+# ----------------------------------------------------------------------------- passes
+
+@contextlib.contextmanager
+def _records(vcf: Path) -> Iterator:
+    """The records of a VCF/BCF (pysam), htslib chatter silenced and parse errors as InputError."""
+    import pysam
+
+    from genoctx.io.fasta import sniff_format
+
+    fmt, _ = sniff_format(vcf)  # missing, empty, a directory: one clear line
+    if fmt not in ("vcf", "bcf"):
+        raise InputError(f"{vcf} is not VCF or BCF; a VCF starts with a '##fileformat=VCF' line")
+    old = pysam.set_verbosity(0)
+    try:
+        try:
+            vf = pysam.VariantFile(str(vcf))
+        except (ValueError, OSError) as exc:
+            raise InputError(f"{vcf}: cannot read the VCF header ({exc})") from None
+        with vf:
+            yield vf
+    finally:
+        pysam.set_verbosity(old)
+
+
+def _survey(vcf: Path, fa, collector) -> int:
+    """First pass: count the variants, check the contigs, collect gene-prediction targets."""
+    from genoctx.io.vcf import iter_variants
+
+    n, contigs = 0, set()
+    for v in iter_variants(vcf):
+        n += 1
+        contigs.add(v.contig)
+        if collector is not None:
+            collector.add(v.contig, v.pos, v.end)
+    if contigs and not contigs & set(fa.lengths):
+        raise InputError(f"none of the VCF's contigs ({', '.join(sorted(contigs)[:5])}) is in "
+                         f"the reference ({', '.join(fa.contigs[:5])}); give the FASTA the "
+                         "variants were called on (check chr prefixes)")
+    return n
+
+
+def _load_model(model: str, device: str, want_head: bool):
+    """``(backbone, head or None, sha256)``; the head only when wanted and present."""
+    from genoctx.heads.annotation import HEAD_CONFIG, HEAD_WEIGHTS, load_annotation_model
+    from genoctx.model import checkpoint
+    from genoctx.model.model import GenoCtxModel
+
+    directory = checkpoint.resolve_checkpoint(model)
+    sha = checkpoint.verify_digest(directory)
+    if want_head and (directory / HEAD_WEIGHTS).is_file() and (directory / HEAD_CONFIG).is_file():
+        backbone, head = load_annotation_model(model, device=device)
+        return backbone, head, sha
+    return GenoCtxModel.from_pretrained(model, device=device), None, sha
+
+
+def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_size: int,
+               quiet: bool) -> _Annotator:
+    from genoctx.heads.consequence import GeneModel, predict_gene_model
+    from genoctx.io.annotation import read_features
+    from genoctx.progress import progress_bar
+
+    if annotation is not None:
+        features = read_features(annotation)
+        if features and not set(features) & set(fa.lengths):
+            raise InputError(f"none of the contigs of {annotation} ({', '.join(list(features)[:5])})"
+                             f" is in the reference ({', '.join(fa.contigs[:5])}); the annotation "
+                             "must be on the reference's sequences")
+        genes = GeneModel.from_features(features, fa)
+        source = f"the annotation {annotation.name}"
+        return _Annotator(genes.klass, genes.consequence, source, source)
+    targets = collector.regions()
+    with progress_bar("predicting genes", total=sum(len(t) for t in targets), quiet=quiet) as bar:
+        pred = predict_gene_model(fa, targets, backbone=backbone, head=head,
+                                  batch_size=max(1, batch_size // 4), progress=bar.advance)
+    klass_source = "the model's annotation head" if head is not None else "nothing (no annotation)"
+    return _Annotator(pred.klass, pred.genes.consequence, klass_source,
+                      "genes predicted on the reference by the genoctx decoder")
+
+
+def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "embedded",
+              context: int = 1024, annotation: Path | None = None, batch_size: int = 16,
+              device: str = "cpu", quiet: bool = True, supervised=None) -> Summary:
+    """Score every variant of ``vcf`` and write the annotated VCF to ``out`` (None: stdout).
+
+    Args:
+        supervised: the ``GCX_SCORE`` hook, a :class:`genoctx.heads.variant.VariantHead`
+            (None: no such field).
+
+    Returns:
+        The run's :class:`Summary`.
+    """
+    from genoctx.heads.consequence import TargetCollector
+    from genoctx.io.fasta import FastaFile
+    from genoctx.io.vcf import VariantStats
+
+    vcf = Path(vcf)
+    if context < 1 or batch_size < 1:
+        raise InputError(f"--context and --batch-size must be at least 1 (got {context}, "
+                         f"{batch_size})")
+    if out is not None and Path(out).resolve() == vcf.resolve():
+        raise InputError(f"--out {out} is the input VCF; write to another file")
+    with _records(vcf):  # missing / not VCF / unreadable header: fail before any work
+        pass
+    with FastaFile(reference) as fa:
+        backbone, head, sha = _load_model(model, device, want_head=annotation is None)
+        collector = TargetCollector(fa.lengths) if annotation is None else None
+        total = _survey(vcf, fa, collector)
+        ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet)
+        provenance = (f"Version={_version()},Model=sha256:{sha[:16]},Context={context},"
+                      f"Reference={Path(reference).name}")
+        stats, summary = VariantStats(), Summary()
+        with _output(out) as (sink, compressed), _records(vcf) as vf:
+            sink.write(_output_header(str(vf.header), _header_lines(
+                context, ann, provenance, supervised is not None)))
+            summary.scored = _write_records(vf, sink, vcf, fa, backbone, ann, stats, total,
+                                            context=context, batch_size=batch_size,
+                                            quiet=quiet, supervised=supervised)
+    summary.records, summary.variants = stats.records, stats.variants
+    summary.ref_mismatch, summary.unknown_contig = stats.ref_mismatch, stats.unknown_contig
+    summary.symbolic = stats.symbolic
+    summary.indexed = compressed and _index(Path(out))
+    return summary
+
+
+def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, context: int,
+                   batch_size: int, quiet: bool, supervised) -> int:
+    """Second pass: score the variants in chunks and write each record as its turn comes."""
+    from genoctx.heads.variant import score_variants
+    from genoctx.io.vcf import iter_variants
+    from genoctx.progress import progress_bar
+
+    scored = 0
+    with progress_bar("scoring variants", total=total, quiet=quiet) as bar:
+        stream = score_variants(backbone, fa, iter_variants(vcf, fa, stats=stats),
+                                context=context, batch_size=batch_size, progress=bar.advance)
+        pending = next(stream, None)
+        for index, rec in enumerate(vf):
+            alleles = {}
+            while pending is not None and pending[0].record_index == index:
+                alleles[pending[0].allele_index] = pending
+                scored += pending[1] is not None
+                pending = next(stream, None)
+            info, flt = _record_fields(rec, alleles, fa, ann, supervised, context)
+            sink.write(_edit_record(str(rec), info, flt))
+        assert pending is None, "variants left over after the last record"
+    return scored
+
+
+# ----------------------------------------------------------------------------- output
+
+@contextlib.contextmanager
+def _output(out: Path | None):
+    """A text sink: a temp file renamed onto ``out`` on success (bgzip for ``.gz``), or stdout."""
+    from genoctx.io.atomic import atomic_path
+
+    if out is None:
+        with tempfile.TemporaryDirectory() as tmpdir:
+            tmp = Path(tmpdir) / "out.vcf"
+            with open(tmp, "w") as fh:
+                yield fh, False
+            with open(tmp) as fh:
+                shutil.copyfileobj(fh, sys.stdout)
+        return
+    out = Path(out)
+    compressed = out.name.endswith((".gz", ".bgz"))
+    with atomic_path(out) as tmp:
+        if compressed:
+            import io
+
+            import pysam
+
+            with pysam.BGZFile(str(tmp), "wb") as raw, io.TextIOWrapper(raw, "utf-8") as fh:
+                yield fh, True
+        else:
+            with open(tmp, "w") as fh:
+                yield fh, False
+
+
+def _index(out: Path) -> bool:
+    """Tabix-index ``out`` (a bgzipped VCF); False (and no stale index) when it is unsorted."""
+    import pysam
+
+    tbi = Path(f"{out}.tbi")
+    with contextlib.suppress(FileNotFoundError):
+        tbi.unlink()
+    old = pysam.set_verbosity(0)
+    try:
+        pysam.tabix_index(str(out), preset="vcf", force=True)
+    except OSError:  # htslib refuses unsorted records
+        return False
+    finally:
+        pysam.set_verbosity(old)
+    return tbi.is_file()
+
+
+def _version() -> str:
+    from genoctx import __version__
+
+    return __version__
+
+
+# ----------------------------------------------------------------------------- command
+
+def score_variants_cmd(
+    variants: Path = typer.Argument(..., help="Input VCF or BCF (plain, bgzip or gzip)."),
+    reference: Path = typer.Option(..., "--reference", "-R",
+                                   help="Reference FASTA the variants were called on."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Output VCF; .vcf.gz is bgzipped "
+                                    "and tabix-indexed (default: plain VCF on stdout)."),
+    context: int = typer.Option(1024, "--context", help="Bases of sequence around each variant "
+                                "(equal flanks; clipped at contig ends)."),
+    annotation: Path | None = typer.Option(None, "--annotation", "-a", help="Gene models "
+                                           "(GFF3, GTF or GenBank) for GCX_CLASS and GCX_CONSEQ; "
+                                           "default: genes predicted on the reference."),
+    model: str = typer.Option("embedded", "--model", help="'embedded' (shipped) or a "
+                              "checkpoint directory."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Windows per model call."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary."),
+) -> None:
+    """Score the variants of a VCF with the model's log-likelihood; add consequences (VCF out)."""
+    from genoctx.cli.common import resolve_device
+
+    summary = score_vcf(variants, reference, out, model=model, context=context,
+                        annotation=annotation, batch_size=batch_size,
+                        device=resolve_device(device), quiet=quiet)
+    if out is not None and out.name.endswith((".gz", ".bgz")) and not summary.indexed:
+        typer.echo(f"genoctx: warning: {out} is not tabix-indexed (records not sorted by "
+                   "position)", err=True)
+    if not quiet:
+        where = f"; wrote {out}" if out is not None else ""
+        typer.echo(f"genoctx: {summary.line()}{where}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("score-variants", epilog=EPILOG)(score_variants_cmd)

@@ -1,0 +1,287 @@
+"""Zero-shot variant effects: the causal model's log-likelihood of the alt vs the ref window.
+
+Legend: B windows, T tokens, P shared prefix, V vocabulary, G prefix groups, R suffix rows.
+
+``GCX_DLL`` of a variant is ``ll(alt window) − ll(ref window)``, each ``ll`` the sum of
+``log p(x_t | BOS, x_<t)`` over the window, averaged over the forward strand and the reverse
+complement (each window scored on its own by the causal model). Windows hold ``context``
+bases around the REF allele with equal flanks, ``(context − len(REF)) // 2`` on each side (so
+the reverse-complemented reference gives the reverse-complemented windows and the same score),
+moved inside the contig near its ends. The alt window is the ref window with REF replaced by
+ALT: an indel changes the window length, and is scored through the likelihood of the whole
+window.
+
+Speed: variants sharing a REF allele (the three SNVs of a site) share the ref window. With a
+causal model every position before the first changed base has the same log-likelihood in the
+ref and the alt windows, so those terms cancel and the model runs the shared, block-aligned
+prefix once per strand and ref window; its per-layer context (``AttnCarry``) is copied to each
+ref/alt suffix. The sums still cover every position where the windows differ, on both strands,
+so the score equals the whole-window difference up to float rounding (a test holds it to the
+direct ``log_likelihood`` computation).
+
+``GCX_SCORE`` hook: a supervised head is any :class:`VariantHead` callable; none ships yet, and
+the output has no ``GCX_SCORE`` field unless one is given (see ``genoctx.cli.score_variants``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from genoctx.errors import InputError
+from genoctx.io.vcf import Variant
+from genoctx.tokenize import nucleotide as nt
+
+DEFAULT_CONTEXT = 1024
+DEFAULT_BATCH = 16
+
+
+class VariantHead(Protocol):
+    """A supervised variant head (the ``GCX_SCORE`` hook): windows in, one score out."""
+
+    def __call__(self, variant: Variant, ref_ids: np.ndarray, alt_ids: np.ndarray) -> float: ...
+
+
+# ----------------------------------------------------------------------------- windows
+
+def window_span(length: int, start: int, end: int, context: int) -> tuple[int, int]:
+    """The ref window ``[ws, we)`` around the REF span ``[start, end)`` of a contig.
+
+    Equal flanks of ``(context − (end − start)) // 2`` bases, shifted to stay inside the contig;
+    the whole contig when it is shorter than the window.
+    """
+    flank = max(0, (context - (end - start)) // 2)
+    width = end - start + 2 * flank
+    if width >= length:
+        return 0, length
+    ws = min(max(start - flank, 0), length - width)
+    return ws, ws + width
+
+
+def variant_windows(fasta, variant: Variant, context: int = DEFAULT_CONTEXT
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of the ref window and the alt window of ``variant`` (uint8, forward strand).
+
+    Args:
+        fasta: the reference (:class:`~genoctx.io.fasta.FastaFile`).
+        variant: a :class:`~genoctx.io.vcf.Variant` (0-based ``pos``).
+        context: bases in the ref window (rounded down so both flanks are equal).
+
+    Returns:
+        ``(ref_ids, alt_ids)``; ``alt_ids`` has the ref window's flanks around ALT.
+    """
+    if context < 1:
+        raise InputError(f"context must be at least 1 base, got {context}")
+    ws, we = window_span(fasta.lengths[variant.contig], variant.pos, variant.end, context)
+    ref_ids = np.array(fasta.fetch_array(variant.contig, ws, we, table=nt.ENCODE_TABLE))
+    alt_ids = np.concatenate([ref_ids[:variant.pos - ws], nt.encode(variant.alt),
+                              ref_ids[variant.end - ws:]])
+    return ref_ids, alt_ids
+
+
+# ----------------------------------------------------------------------------- scoring engine
+
+def _check_model(model) -> None:
+    if not getattr(model.config, "causal", True):
+        raise InputError("this checkpoint is bidirectional (causal=False); variant scoring uses "
+                         "the causal log-likelihood, so give a causal checkpoint")
+
+
+def _common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if diff.size else n
+
+
+def _prefix_length(seqs: list[np.ndarray], block: int) -> int:
+    """Block-aligned length of the model input (``BOS x``) that all ``seqs`` share, leaving
+    every row a non-empty suffix. Input position ``t`` holds ``x_{t-1}``, so ``v`` shared bases
+    give ``v + 1`` shared inputs."""
+    v = min(_common_prefix(seqs[0], s) for s in seqs[1:])
+    shortest = min(len(s) for s in seqs)
+    return min((v + 1) // block, (shortest - 1) // block) * block
+
+
+def _take(carry, idx: torch.Tensor):
+    """Rows ``idx`` of a per-layer carry (tensors, tuples of tensors, dataclasses of them)."""
+    if carry is None:
+        return None
+    if isinstance(carry, torch.Tensor):
+        return carry.index_select(0, idx)
+    if isinstance(carry, (tuple, list)):
+        return type(carry)(_take(c, idx) for c in carry)
+    return dataclasses.replace(carry, **{f.name: _take(getattr(carry, f.name), idx)
+                                         for f in dataclasses.fields(carry)})
+
+
+def _tensor(rows: list[np.ndarray], device) -> torch.Tensor:
+    return torch.as_tensor(np.stack(rows).astype(np.int64), device=device)
+
+
+def _full_sums(model, rows: list[np.ndarray], batch_size: int) -> list[float]:
+    """Whole-window log-likelihood sums (float64) through the public ``log_likelihood``."""
+    out = [0.0] * len(rows)
+    for _, members in _by_length(range(len(rows)), lambda i: len(rows[i])):
+        for k in range(0, len(members), batch_size):
+            part = members[k:k + batch_size]
+            ll = model.log_likelihood(_tensor([rows[i] for i in part], model.device))
+            for i, s in zip(part, ll.double().sum(1).tolist()):
+                out[i] = s
+    return out
+
+
+def _by_length(items: Iterable[int], length: Callable[[int], int]) -> list[tuple[int, list[int]]]:
+    buckets: dict[int, list[int]] = {}
+    for i in items:
+        buckets.setdefault(length(i), []).append(i)
+    return sorted(buckets.items())
+
+
+@torch.inference_mode()
+def _prefix_sums(model, jobs: list[list[np.ndarray]], P: int, batch_size: int) -> list[list[float]]:
+    """Per job, per row: ``Σ_{t ≥ P−1} log p(x_t | …)``; the shared input prefix ``[0, P)`` runs
+    once per job and its carry is copied to the job's rows (ref and alts)."""
+    dev = model.device
+    prefix_GP = _tensor([np.concatenate([[nt.BOS], job[0][:P - 1]]) for job in jobs], dev)
+    h_GPD, carries = model._run(prefix_GP, 0, [None] * len(model.layers), True)
+    last_GV = model.lm_head(h_GPD[:, -1]).float().log_softmax(-1)
+    rows = [(j, r) for j, job in enumerate(jobs) for r in range(len(job))]
+    sums = [[0.0] * len(job) for job in jobs]
+    for _, members in _by_length(range(len(rows)), lambda i: len(jobs[rows[i][0]][rows[i][1]])):
+        for k in range(0, len(members), batch_size):
+            part = [rows[i] for i in members[k:k + batch_size]]
+            seqs = [jobs[j][r] for j, r in part]
+            group = torch.tensor([j for j, _ in part], device=dev)
+            inp_RT = _tensor([s[P - 1:-1] for s in seqs], dev)
+            tgt_RT = _tensor([s[P:] for s in seqs], dev)
+            h_RTD, _ = model._run(inp_RT, P, [_take(c, group) for c in carries], False)
+            logp = model.lm_head(h_RTD).float().log_softmax(-1)
+            ll = logp.gather(-1, tgt_RT[..., None])[..., 0].double().sum(1)
+            first = last_GV[group].gather(-1, _tensor([s[P - 1:P] for s in seqs], dev))[:, 0]
+            for (j, r), s in zip(part, (ll + first.double()).tolist()):
+                sums[j][r] = s
+    return sums
+
+
+def job_sums(model, jobs: list[list[np.ndarray]], *, batch_size: int = DEFAULT_BATCH,
+             share_prefix: bool = True) -> list[list[float]]:
+    """Log-likelihood sums of each job's rows, comparable within a job (ref first, then alts).
+
+    Rows of one job differ only after their shared prefix; the terms before it are equal and
+    left out when ``share_prefix`` (see the module docstring). Differences within a job are the
+    whole-window differences either way.
+    """
+    block = model.config.block_size
+    P = [_prefix_length(job, block) if share_prefix and len(job) > 1 else 0 for job in jobs]
+    out: list[list[float]] = [[] for _ in jobs]
+    full = [j for j, p in enumerate(P) if p == 0]
+    if full:
+        flat = [(j, r) for j in full for r in range(len(jobs[j]))]
+        sums = _full_sums(model, [jobs[j][r] for j, r in flat], batch_size)
+        for j in full:
+            out[j] = [0.0] * len(jobs[j])
+        for (j, r), s in zip(flat, sums):
+            out[j][r] = s
+    for p, members in _by_length((j for j, p in enumerate(P) if p), P.__getitem__):
+        for k in range(0, len(members), batch_size):
+            part = members[k:k + batch_size]
+            for j, sums in zip(part, _prefix_sums(model, [jobs[j] for j in part], p, batch_size)):
+                out[j] = sums
+    return out
+
+
+def delta_log_likelihood(model, ref_ids: np.ndarray, alt_ids: np.ndarray) -> float:
+    """``ll(alt) − ll(ref)`` of two windows, averaged over the forward and reverse strands.
+
+    Args:
+        model: a causal :class:`~genoctx.model.model.GenoCtxModel`.
+        ref_ids, alt_ids: token ids (forward strand) of the two windows; lengths may differ.
+    """
+    _check_model(model)
+    ref_ids, alt_ids = np.asarray(ref_ids, np.uint8), np.asarray(alt_ids, np.uint8)
+    jobs = [[ref_ids, alt_ids], [nt.reverse_complement(ref_ids), nt.reverse_complement(alt_ids)]]
+    (f_ref, f_alt), (r_ref, r_alt) = job_sums(model, jobs)
+    return 0.5 * ((f_alt - f_ref) + (r_alt - r_ref))
+
+
+# ----------------------------------------------------------------------------- streaming
+
+@dataclass
+class _Site:
+    """Variants sharing one ref window (same contig, position and REF)."""
+
+    ref_ids: np.ndarray
+    members: list[tuple[int, np.ndarray]]  # (index in chunk, alt ids)
+
+
+def _score_chunk(model, fasta, chunk: list[Variant], context: int, batch_size: int,
+                 share_prefix: bool) -> list[float | None]:
+    sites: OrderedDict[tuple, _Site] = OrderedDict()
+    for i, v in enumerate(chunk):
+        if not v.ref_ok:
+            continue
+        key = (v.contig, v.pos, v.ref.upper())
+        ref_ids, alt_ids = variant_windows(fasta, v, context)
+        sites.setdefault(key, _Site(ref_ids, [])).members.append((i, alt_ids))
+    jobs = []
+    for site in sites.values():
+        alts = [a for _, a in site.members]
+        jobs.append([site.ref_ids, *alts])
+        jobs.append([nt.reverse_complement(x) for x in (site.ref_ids, *alts)])
+    sums = job_sums(model, jobs, batch_size=batch_size, share_prefix=share_prefix)
+    scores: list[float | None] = [None] * len(chunk)
+    for n, site in enumerate(sites.values()):
+        fwd, rc = sums[2 * n], sums[2 * n + 1]
+        for r, (i, _) in enumerate(site.members, 1):
+            scores[i] = 0.5 * ((fwd[r] - fwd[0]) + (rc[r] - rc[0]))
+    return scores
+
+
+def _chunks(variants: Iterable[Variant], size: int) -> Iterator[list[Variant]]:
+    """Chunks of about ``size`` variants; a chunk never splits the variants of one site."""
+    chunk: list[Variant] = []
+    for v in variants:
+        if len(chunk) >= size and (v.contig, v.pos, v.ref) != (chunk[-1].contig, chunk[-1].pos,
+                                                                chunk[-1].ref):
+            yield chunk
+            chunk = []
+        chunk.append(v)
+    if chunk:
+        yield chunk
+
+
+def score_variants(model, fasta, variants: Iterable[Variant], *, context: int = DEFAULT_CONTEXT,
+                   batch_size: int = DEFAULT_BATCH, device: str | None = None,
+                   progress: Callable[[int], None] | None = None, share_prefix: bool = True
+                   ) -> Iterator[tuple[Variant, float | None]]:
+    """Stream ``(variant, GCX_DLL)`` in input order; None for variants with ``ref_ok`` False.
+
+    Args:
+        model: a causal :class:`~genoctx.model.model.GenoCtxModel`.
+        fasta: the reference (:class:`~genoctx.io.fasta.FastaFile`).
+        variants: e.g. :func:`genoctx.io.vcf.iter_variants` (consumed in chunks, so memory does
+            not grow with the input).
+        context: bases per ref window (see :func:`window_span`).
+        batch_size: windows per model call.
+        device: move the model there first (None: leave it where it is).
+        progress: called with the number of variants finished.
+        share_prefix: run the shared prefix once (False: every window whole; same scores up to
+            float rounding, slower; for checks and benchmarks).
+    """
+    _check_model(model)
+    if context < 1 or batch_size < 1:
+        raise InputError(f"context and batch size must be at least 1 (got {context}, "
+                         f"{batch_size})")
+    if device is not None:
+        model.to(device)
+    for chunk in _chunks(variants, max(64, 8 * batch_size)):
+        yield from zip(chunk, _score_chunk(model, fasta, chunk, context, batch_size,
+                                           share_prefix))
+        if progress:
+            progress(len(chunk))

@@ -1,0 +1,223 @@
+"""``genoctx score-variants`` end to end: VCFs written in tmp_path on real references."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pysam
+import pytest
+import torch
+
+from genoctx.heads.consequence import SEVERITY, GeneModel
+from genoctx.heads.variant import delta_log_likelihood, variant_windows
+from genoctx.io.annotation import read_features, read_sequences_genbank
+from genoctx.io.fasta import FastaFile
+from genoctx.io.vcf import iter_variants
+from genoctx.model.config import get_config
+from genoctx.model.model import GenoCtxModel
+
+CONTEXT = "300"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("model") / "m"
+    GenoCtxModel.from_config(get_config("tiny", num_layers=1)).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def human_ref(data_root) -> Path:
+    return data_root / "reads" / "human_mpileup" / "mpileup.ref.fa"
+
+
+@pytest.fixture(scope="module")
+def pcp1(example_genbank, tmp_path_factory) -> Path:
+    """pPCP1 as FASTA named like its GenBank record (so the .gb annotation matches)."""
+    name, seq = next(read_sequences_genbank(example_genbank))
+    path = tmp_path_factory.mktemp("pcp1") / "pPCP1.fa"
+    path.write_text(f">{name}\n{seq.decode()}\n")
+    return path
+
+
+def write_vcf(path: Path, contig: str, length: int, rows: list[str]) -> Path:
+    head = ["##fileformat=VCFv4.2", f"##contig=<ID={contig},length={length}>",
+            "##contig=<ID=chrUn,length=1000>",
+            '##INFO=<ID=DP,Number=1,Type=Integer,Description="Depth">',
+            "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO"]
+    path.write_text("\n".join(head + rows) + "\n")
+    return path
+
+
+def other(base: str, k: int = 0) -> str:
+    return [b for b in "ACGT" if b != base.upper()][k]
+
+
+@pytest.fixture
+def human_vcf(tmp_path, human_ref) -> Path:
+    seq = FastaFile(human_ref).fetch("17").decode()
+    rows = [
+        f"17\t1001\trs1\t{seq[1000]}\t{other(seq[1000])},{other(seq[1000], 1)}\t50\tPASS\tDP=7",
+        f"17\t1501\t.\t{seq[1500:1504]}\t{seq[1500]}\t.\t.\t.",                  # deletion
+        f"17\t2001\t.\t{seq[2000]}\t{seq[2000]}GAT\t.\t.\t.",                    # insertion
+        f"17\t2501\t.\t{other(seq[2500])}\tT\t.\tPASS\t.",                       # REF mismatch
+        f"17\t3001\t.\t{seq[3000]}\t<DEL>,{other(seq[3000])}\t.\t.\t.",          # symbolic + SNV
+        f"17\t4190\t.\t{seq[4189]}\t{other(seq[4189])}\t.\t.\t.",                # near the end
+        "chrUn\t10\t.\tA\tC\t.\tPASS\t.",                                          # not in REF
+    ]
+    return write_vcf(tmp_path / "in.vcf", "17", len(seq), rows)
+
+
+def test_scores_round_trip_through_pysam(cli, tmp_path, human_vcf, human_ref, model_dir):
+    out = tmp_path / "out.vcf.gz"
+    code, _, err = cli(["score-variants", human_vcf, "--reference", human_ref, "--model",
+                        model_dir, "--context", CONTEXT, "--out", out, "--batch-size", "3"])
+    assert code == 0, err
+    assert Path(f"{out}.tbi").is_file()
+    assert "7 records, 8 variants, 6 scored, 1 ref mismatches, 1 unknown contigs, " \
+           "1 symbolic skipped" in err
+    model = GenoCtxModel.from_pretrained(model_dir)
+    with pysam.VariantFile(str(out)) as vf:
+        info = vf.header.info
+        assert (info["GCX_DLL"].number, info["GCX_DLL"].type) == ("A", "Float")
+        assert (info["GCX_CONSEQ"].number, info["GCX_CONSEQ"].type) == ("A", "String")
+        assert (info["GCX_CLASS"].number, info["GCX_CLASS"].type) == (1, "String")
+        assert "GCX_SCORE" not in info and "GCX_REF_MISMATCH" in vf.header.filters
+        records = list(vf)
+    assert records[0].info["DP"] == 7 and list(records[0].filter) == ["PASS"]
+    variants = {(v.record_index, v.allele_index): v for v in iter_variants(human_vcf, human_ref)}
+    with FastaFile(human_ref) as fa:
+        for index, rec in enumerate(records):
+            dll = rec.info["GCX_DLL"]
+            assert len(dll) == len(rec.alts)
+            for k, value in enumerate(dll, 1):
+                v = variants.get((index, k))
+                if v is None or not v.ref_ok:
+                    assert value is None
+                    continue
+                want = delta_log_likelihood(model, *variant_windows(fa, v, int(CONTEXT)))
+                assert value == pytest.approx(want, abs=2e-3)
+                assert rec.info["GCX_CONSEQ"][k - 1] in SEVERITY
+    assert list(records[3].filter) == ["GCX_REF_MISMATCH"]
+    assert list(records[6].filter) == ["GCX_UNKNOWN_CONTIG"]
+    assert records[0].info["GCX_DLL"][0] != records[0].info["GCX_DLL"][1]  # multi-allelic split
+
+
+def test_same_bytes_on_every_run(cli, tmp_path, human_vcf, human_ref, model_dir):
+    outs = [tmp_path / "a.vcf.gz", tmp_path / "b.vcf.gz"]
+    for out, batch in zip(outs, ("16", "16")):
+        code, _, err = cli(["score-variants", human_vcf, "-R", human_ref, "--model", model_dir,
+                            "--context", CONTEXT, "-o", out, "--batch-size", batch, "-q"])
+        assert code == 0, err
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+
+
+def test_annotation_gives_consequences_and_classes(cli, tmp_path, pcp1, example_genbank,
+                                                   model_dir):
+    features = read_features(example_genbank)
+    contig = next(iter(features))
+    with FastaFile(pcp1) as fa:
+        seq = fa.fetch(contig).decode()
+        cds = [f for f in features[contig] if f.kind == "CDS"]
+        sites = sorted({f.start + 10 for f in cds} | {f.end - 2 for f in cds} | {30, 2000})
+        rows = [f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])},{other(seq[p], 2)}\t.\t.\t."
+                for p in sites]
+        vcf = write_vcf(tmp_path / "p.vcf", contig, len(seq), rows)
+        code, out, err = cli(["score-variants", vcf, "-R", pcp1, "--annotation", example_genbank,
+                              "--model", model_dir, "--context", CONTEXT, "-q"])
+        assert code == 0, err
+        gm = GeneModel.from_features(features, fa)
+        lines = [ln.split("\t") for ln in out.splitlines() if not ln.startswith("#")]
+        assert len(lines) == len(sites)
+        for p, cols in zip(sites, lines):
+            info = dict(kv.split("=") for kv in cols[7].split(";"))
+            alts = cols[4].split(",")
+            assert info["GCX_CONSEQ"].split(",") == [gm.consequence(contig, p, seq[p], a)
+                                                     for a in alts]
+            assert info["GCX_CLASS"] == gm.klass(contig, p)
+    conseqs = {c for cols in lines for c in dict(kv.split("=") for kv in
+                                                  cols[7].split(";"))["GCX_CONSEQ"].split(",")}
+    assert {"noncoding", "stop_lost"} <= conseqs and conseqs & {"missense", "synonymous"}
+
+
+def test_annotation_head_gives_classes(cli, tmp_path, human_vcf, human_ref):
+    from genoctx.heads.annotation import AnnotationHead, AnnotationHeadConfig, save_annotation_model
+    from genoctx.heads.classes import CLASSES
+
+    torch.manual_seed(1)
+    backbone = GenoCtxModel.from_config(get_config("tiny", num_layers=1))
+    head = AnnotationHead(AnnotationHeadConfig(in_dim=2 * backbone.config.d_model, hidden=16))
+    save_annotation_model(tmp_path / "ah", backbone, head)
+    out = tmp_path / "o.vcf"
+    code, _, err = cli(["score-variants", human_vcf, "-R", human_ref, "--model", tmp_path / "ah",
+                        "--context", CONTEXT, "-o", out, "-q"])
+    assert code == 0, err
+    with pysam.VariantFile(str(out)) as vf:
+        assert "annotation head" in vf.header.info["GCX_CLASS"].description
+        classes = {rec.chrom: rec.info.get("GCX_CLASS") for rec in vf}
+    assert classes["17"] in CLASSES and classes["chrUn"] in (None, ".")
+
+
+def test_supervised_head_hook(tmp_path, human_vcf, human_ref, model_dir):
+    """A VariantHead writes GCX_SCORE (declared); here: the change in G+C count."""
+    from genoctx.cli.score_variants import score_vcf
+    from genoctx.tokenize import nucleotide as nt
+
+    def gc_change(variant, ref_ids, alt_ids):
+        return int(np.isin(alt_ids, (nt.C, nt.G)).sum() - np.isin(ref_ids, (nt.C, nt.G)).sum())
+
+    out = tmp_path / "s.vcf"
+    score_vcf(human_vcf, human_ref, out, model=str(model_dir), context=int(CONTEXT),
+              supervised=gc_change)
+    with pysam.VariantFile(str(out)) as vf:
+        assert vf.header.info["GCX_SCORE"].number == "A"
+        rec = next(iter(vf))
+    def gc(bases):
+        return sum(b in "GC" for b in bases.upper())
+
+    assert list(rec.info["GCX_SCORE"]) == [gc(a) - gc(rec.ref) for a in rec.alts]
+
+
+def test_unsorted_gz_output_is_kept_without_index(cli, tmp_path, human_ref, model_dir):
+    seq = FastaFile(human_ref).fetch("17").decode()
+    rows = [f"17\t{p}\t.\t{seq[p - 1]}\t{other(seq[p - 1])}\t.\t.\t." for p in (3000, 1000)]
+    vcf = write_vcf(tmp_path / "u.vcf", "17", len(seq), rows)
+    out = tmp_path / "u.vcf.gz"
+    code, _, err = cli(["score-variants", vcf, "-R", human_ref, "--model", model_dir,
+                        "--context", CONTEXT, "-o", out, "-q"])
+    assert code == 0 and "not tabix-indexed" in err
+    assert not Path(f"{out}.tbi").exists()
+    assert len(list(pysam.VariantFile(str(out)))) == 2
+
+
+@pytest.mark.parametrize("case", ["missing_vcf", "malformed_vcf", "missing_reference",
+                                  "unknown_contig", "bad_context", "annotation_elsewhere",
+                                  "missing_model"])
+def test_bad_inputs_exit_2_with_one_line(cli, tmp_path, human_vcf, human_ref, model_dir,
+                                         example_genbank, case):
+    vcf, ref, extra = human_vcf, human_ref, []
+    model = model_dir
+    if case == "missing_vcf":
+        vcf = tmp_path / "nope.vcf"
+    elif case == "malformed_vcf":
+        vcf = tmp_path / "bad.vcf"
+        vcf.write_text(human_vcf.read_text() + "17\tnotanumber\t.\tA\tC\t.\t.\t.\n")
+    elif case == "missing_reference":
+        ref = tmp_path / "nope.fa"
+    elif case == "unknown_contig":
+        vcf = write_vcf(tmp_path / "x.vcf", "chrX", 1000, ["chrX\t10\t.\tA\tC\t.\t.\t."])
+    elif case == "bad_context":
+        extra = ["--context", "0"]
+    elif case == "annotation_elsewhere":
+        extra = ["--annotation", example_genbank]
+    elif case == "missing_model":
+        model = tmp_path / "no_model"
+    out = tmp_path / "out.vcf"
+    before = set(tmp_path.iterdir())
+    code, _, err = cli(["score-variants", vcf, "-R", ref, "--model", model,
+                        "--context", CONTEXT, "-o", out, "-q", *extra])
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and err.startswith("genoctx: error:"), err
+    assert not out.exists() and set(tmp_path.iterdir()) == before

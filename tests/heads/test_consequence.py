@@ -1,0 +1,251 @@
+"""Consequences and classes of GeneModel against Biopython translation and the training labels.
+
+Genes are real (pPCP1 GenBank CDS on both strands, A. thaliana spliced gene models) or built by
+hand on real ORFs: a codon-length 'intron' cut out of a real ORF leaves the real protein except
+for the one codon across the junction, so whole-protein translation stays a valid oracle.
+"""
+
+from __future__ import annotations
+
+import pytest
+from Bio.Seq import Seq
+
+from genoctx.heads.consequence import GeneModel, most_severe, trim_alleles
+from genoctx.io.annotation import Feature, read_features, read_sequences_genbank
+from genoctx.io.fasta import FastaFile
+
+COMP = str.maketrans("ACGT", "TGCA")
+
+
+def revcomp(s: str) -> str:
+    return s.translate(COMP)[::-1]
+
+
+@pytest.fixture(scope="module")
+def pcp1(example_genbank, tmp_path_factory):
+    """(FastaFile named as the GenBank record, features) of the pPCP1 plasmid."""
+    name, seq = next(read_sequences_genbank(example_genbank))
+    path = tmp_path_factory.mktemp("pcp1") / "pPCP1.fa"
+    path.write_text(f">{name}\n" + "\n".join(seq[i:i + 70].decode()
+                                             for i in range(0, len(seq), 70)) + "\n")
+    fa = FastaFile(path)
+    yield fa, read_features(example_genbank)
+    fa.close()
+
+
+def genomic_positions(parts, strand):
+    """Genomic coordinates of the spliced CDS in transcription order."""
+    out = []
+    for s, e in parts:
+        out += list(range(s, e)) if strand > 0 else list(range(e - 1, s - 1, -1))
+    return out
+
+
+def spliced(fa, contig, parts, strand) -> str:
+    seq = "".join(fa.fetch(contig, s, e).decode().upper() for s, e in sorted(parts))
+    return seq if strand > 0 else revcomp(seq)
+
+
+def oracle(cds_ref: str, cds_alt: str) -> str:
+    """The consequence from whole-protein translation (real ORFs: the only stop is the last)."""
+    if (len(cds_alt) - len(cds_ref)) % 3:
+        return "frameshift"
+    p_ref, p_alt = str(Seq(cds_ref).translate()), str(Seq(cds_alt).translate())
+    assert p_ref.find("*") == len(p_ref) - 1, "test genes are complete ORFs"
+    found = []
+    start_kept = cds_alt[:3] in (cds_ref[:3], "ATG")
+    if not start_kept:
+        found.append("start_lost")
+    stop = p_alt.find("*")
+    if 0 <= stop < len(p_alt) - 1:  # earlier than the (shifted) annotated stop
+        found.append("nonsense")
+    elif stop < 0:
+        found.append("stop_lost")
+    if len(cds_alt) != len(cds_ref):
+        found.append("inframe_indel")
+    same = p_ref[1:] == p_alt[1:] and start_kept
+    found.append("synonymous" if same else "missense")
+    return most_severe(*found)
+
+
+def other_genes(features, contig, gene) -> set[int]:
+    """Bases of the other transcripts (an SNV there may have their more severe consequence)."""
+    out = set()
+    for f in features[contig]:
+        if f.kind in ("CDS", "intron") and f.transcript_id != gene.transcript_id:
+            out.update(g for s, e in f.parts for g in range(s - 8, e + 8))
+    return out
+
+
+def check_all_snvs(gm, fa, contig, parts, strand, near_boundary=(), skip=()):
+    """Every SNV of the CDS against the oracle; ``near_boundary`` bases add splice_region."""
+    cds = spliced(fa, contig, parts, strand)
+    where = genomic_positions(sorted(parts, reverse=strand < 0), strand)
+    seen = set()
+    for i, g in enumerate(where):
+        if g in skip:
+            continue
+        base = fa.fetch(contig, g, g + 1).decode().upper()
+        for alt in "ACGT":
+            if alt == base:
+                continue
+            t_alt = alt if strand > 0 else alt.translate(COMP)
+            want = oracle(cds, cds[:i] + t_alt + cds[i + 1:])
+            if g in near_boundary:
+                want = most_severe(want, "splice_region")
+            got = gm.consequence(contig, g, base, alt)
+            assert got == want, (contig, g, base, alt, strand)
+            seen.add(got)
+    return seen
+
+
+@pytest.mark.parametrize("strand", [1, -1])
+def test_snvs_of_real_genes_match_translation(pcp1, strand):
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    cds = [f for f in features[contig] if f.kind == "CDS" and f.strand == strand]
+    alone = [f for f in cds if not set(range(f.start, f.end)) & other_genes(features, contig, f)]
+    gene = max(alone, key=lambda f: f.end - f.start)
+    gm = GeneModel.from_features(features, fa)
+    seen = check_all_snvs(gm, fa, contig, gene.parts, strand,
+                          skip=other_genes(features, contig, gene))
+    assert {"synonymous", "missense", "nonsense", "start_lost", "stop_lost"} <= seen
+    # outside every gene
+    gaps = [g for g in range(fa.lengths[contig]) if not any(f.start <= g < f.end
+                                                            for f in features[contig])]
+    assert gm.consequence(contig, gaps[0], "A", "C") == "noncoding"
+
+
+def hand_spliced(fa, gene: Feature, phase_offset: int = 301):
+    """Cut a codon-multiple intron out of a real ORF: ``(cds_parts, intron)`` in transcription
+    order; the junction codon is checked not to be a stop."""
+    s, e = gene.parts[0]
+    for length in range(60, 200, 3):
+        if gene.strand > 0:
+            a, b = s + phase_offset, s + phase_offset + length
+            parts = [(s, a), (b, e)]
+        else:
+            b, a = e - phase_offset, e - phase_offset - length
+            parts = [(b, e), (s, a)]
+        cds = spliced(fa, gene.contig, parts, gene.strand)
+        if str(Seq(cds).translate()).find("*") == len(cds) // 3 - 1:
+            return parts, (min(a, b), max(a, b))
+    raise AssertionError("no intron length keeps the ORF open")
+
+
+@pytest.mark.parametrize("strand", [1, -1])
+def test_spliced_gene_codons_and_splice_sites(pcp1, strand):
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    gene = max((f for f in features[contig] if f.kind == "CDS" and f.strand == strand),
+               key=lambda f: f.end - f.start)
+    parts, (i0, i1) = hand_spliced(fa, gene)
+    feats = {contig: [
+        Feature(contig, gene.start, gene.end, strand, "CDS", parts=parts, transcript_id="t1"),
+        Feature(contig, i0, i1, strand, "intron", parts=[(i0, i1)], transcript_id="t1")]}
+    gm = GeneModel.from_features(feats, fa)
+    near = set(range(i0 - 3, i0)) | set(range(i1, i1 + 3))
+    seen = check_all_snvs(gm, fa, contig, parts, strand, near_boundary=near)
+    assert "splice_region" in seen and "missense" in seen
+    def base(g):
+        return fa.fetch(contig, g, g + 1).decode()
+
+    def alt(g):
+        return "A" if base(g) != "A" else "C"
+
+    for g in (i0, i0 + 1, i1 - 2, i1 - 1):
+        assert gm.consequence(contig, g, base(g), alt(g)) == "splice"
+    for g in (i0 + 2, i0 + 7, i1 - 8, i1 - 3):
+        assert gm.consequence(contig, g, base(g), alt(g)) == "splice_region"
+    for g in (i0 + 8, (i0 + i1) // 2, i1 - 9):
+        assert gm.consequence(contig, g, base(g), alt(g)) == "noncoding"
+    # a deletion from the last exonic base into the intron, anchored one base before
+    anchor = i0 - 2
+    ref = fa.fetch(contig, anchor, i0 + 2).decode()
+    assert gm.consequence(contig, anchor, ref, ref[0]) == "splice"
+    # an insertion between the two intronic bases of a splice site
+    assert gm.consequence(contig, i1 - 2, base(i1 - 2), base(i1 - 2) + "T") == "splice"
+    assert gm.klass(contig, (i0 + i1) // 2) == ("intron+" if strand > 0 else "intron-")
+
+
+def test_indels_in_a_coding_sequence(pcp1):
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    gene = max((f for f in features[contig] if f.kind == "CDS" and f.strand > 0),
+               key=lambda f: f.end - f.start)
+    gm = GeneModel.from_features(features, fa)
+    s = gene.parts[0][0]
+    cds = spliced(fa, contig, gene.parts, 1)
+    for offset in range(30, 60):
+        g = s + offset  # VCF anchor at g, the change starts at g + 1
+        anchor = cds[offset]
+        for ref_len, alt_tail in ((2, ""), (4, ""), (1, "TAA"), (1, "GCA"), (1, "G"), (7, "")):
+            ref = cds[offset:offset + ref_len]
+            alt = anchor + alt_tail
+            want = oracle(cds, cds[:offset] + alt + cds[offset + ref_len:])
+            assert gm.consequence(contig, g, ref, alt) == want, (offset, ref, alt)
+    # an insertion right before the start codon is outside the CDS
+    assert gm.consequence(contig, s - 1, cds[0], cds[0] + "A") == "noncoding"
+
+
+def test_trim_alleles_drops_anchor_bases():
+    assert trim_alleles(10, "ACG", "A") == (11, "CG", "")
+    assert trim_alleles(10, "A", "ATT") == (11, "", "TT")
+    assert trim_alleles(10, "CAT", "CGT") == (11, "A", "G")
+
+
+def test_gene_calls_give_the_same_consequences_as_the_genbank_genes(pcp1):
+    from genoctx.heads.decoder import GeneCall
+
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    genes = [f for f in features[contig] if f.kind == "CDS"]
+    calls = [GeneCall(contig, f.start, f.end, f.strand, 1.0, "ATG") for f in genes]
+    from_calls = GeneModel.from_gene_calls(calls, fa)
+    from_gb = GeneModel.from_features(features, fa)
+    for g in range(0, fa.lengths[contig], 37):
+        base = fa.fetch(contig, g, g + 1).decode()
+        alt = "T" if base != "T" else "G"
+        assert from_calls.consequence(contig, g, base, alt) == \
+            from_gb.consequence(contig, g, base, alt)
+        assert from_calls.klass(contig, g) == from_gb.klass(contig, g)
+
+
+def test_classes_match_the_training_labels(data_root):
+    """klass() equals labels_from_tracks(label_tracks(...)) on real A. thaliana gene models."""
+    from genoctx.heads.annotation import labels_from_tracks
+    from genoctx.heads.classes import CLASSES, IGNORE_INDEX
+    from genoctx.io.annotation import label_tracks
+
+    chunk = data_root / "genomes" / "eukaryote_chunks"
+    features = read_features(chunk / "A.thaliana.gff.gz")
+    with FastaFile(chunk / "A.thaliana.fa.gz") as fa:
+        gm = GeneModel.from_features(features, fa)
+        tracks = label_tracks({"Chr1": features["Chr1"]}, {"Chr1": fa.lengths["Chr1"]})
+    labels = labels_from_tracks(tracks["Chr1"])
+    names = set()
+    for g in range(0, 60_000, 5):
+        want = "." if labels[g] == IGNORE_INDEX else CLASSES[labels[g]]
+        got = gm.klass("Chr1", g)
+        assert got == want, g
+        names.add(got)
+    assert {"CDS+0", "CDS-2", "intron+", "intron-", "UTR+", "intergenic"} <= names
+
+
+def test_real_spliced_genes(data_root):
+    """All SNVs of a + and a − strand A. thaliana gene (real introns, GFF phases)."""
+    chunk = data_root / "genomes" / "eukaryote_chunks"
+    features = read_features(chunk / "A.thaliana.gff.gz")
+    with FastaFile(chunk / "A.thaliana.fa.gz") as fa:
+        gm = GeneModel.from_features(features, fa)
+        for tid in ("AT1G01010.1", "AT1G01020.1"):
+            cds = next(f for f in features["Chr1"] if f.kind == "CDS" and f.transcript_id == tid)
+            introns = next(f for f in features["Chr1"]
+                           if f.kind == "intron" and f.transcript_id == tid).parts
+            near = {g for s, e in introns for g in (*range(s - 3, s), *range(e, e + 3))}
+            seen = check_all_snvs(gm, fa, "Chr1", cds.parts, cds.strand, near_boundary=near,
+                                  skip=other_genes(features, "Chr1", cds))
+            assert {"missense", "synonymous", "nonsense"} <= seen
+            for s, e in introns:
+                base = fa.fetch("Chr1", s, s + 1).decode()
+                assert gm.consequence("Chr1", s, base, "A" if base != "A" else "C") == "splice"
