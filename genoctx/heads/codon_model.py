@@ -1,0 +1,142 @@
+"""Self-trained coding statistics: GC frame bias and a three-periodic fifth-order Markov model.
+
+Both give a score per codon of each frame of one strand, so that the coding score of any open
+reading frame segment is a difference of two cumulative sums (O(1) per candidate gene).
+
+* GC frame bias (Prodigal's seed): in a 120-bp window, the codon position with the most G+C
+  marks the reading frame of real genes; the weight of each relative position is learned from
+  the genome's long ORFs. It only seeds the first training set.
+* Periodic Markov model: log P(base | 5 previous bases, codon position) under coding minus the
+  same under a homogeneous background fitted on both strands of the whole genome. Every base of a
+  codon is scored in its own codon position, so each hexamer at every phase carries evidence
+  (Prodigal's dicodon score uses codon-aligned hexamers only).
+
+Legend: L = strand length, C = codons in a frame, Q = codon position (3), K = 4**6 hexamers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ORDER = 5
+NUM_KMERS = 4 ** (ORDER + 1)
+GC_WINDOW = 120
+
+
+def kmer_index(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Id of the hexamer ending at each position and whether it is valid (all ACGT), shape [L]."""
+    n = len(x)
+    idx = np.zeros(n, dtype=np.int32)
+    bad = np.zeros(n, dtype=bool)
+    for t in range(ORDER + 1):
+        shift = ORDER - t  # base x[i - shift] holds digit t of the hexamer ending at i
+        if shift >= n:
+            continue
+        src = x[: n - shift]
+        idx[shift:] = idx[shift:] * 4 + np.minimum(src, 3)
+        bad[shift:] |= src >= 4
+    bad[:ORDER] = True
+    return idx, ~bad
+
+
+def codon_sum(base_scores_QL: np.ndarray, frame: int) -> np.ndarray:
+    """Per-codon sum of per-base scores of ``frame``: codon i takes base q of row q, shape [C]."""
+    n = (base_scores_QL.shape[1] - frame) // 3
+    out = np.zeros(n, dtype=np.float64)
+    for q in range(3):
+        out += base_scores_QL[q, frame + q: frame + q + 3 * n: 3][:n]
+    return out
+
+
+def gc_frame_position(x: np.ndarray) -> np.ndarray:
+    """For each base, the G+C count of the same-phase bases within ±60 bp (Prodigal's plot), [L]."""
+    gc = ((x == 1) | (x == 2)).astype(np.int32)
+    tot = np.zeros(len(x), dtype=np.int32)
+    half = GC_WINDOW // 2 // 3  # codons each side
+    for r in range(3):
+        g = gc[r::3]
+        c = np.concatenate([[0], np.cumsum(g)])
+        i = np.arange(len(g))
+        tot[r::3] = c[np.minimum(i + half + 1, len(g))] - c[np.maximum(i - half, 0)]
+    return tot
+
+
+def gc_best_position(x: np.ndarray, frame: int) -> np.ndarray:
+    """Codon position (0..2) with the most same-phase G+C around each codon of ``frame``, [C]."""
+    tot = gc_frame_position(x)
+    n = (len(x) - frame) // 3
+    t_C3 = tot[frame: frame + 3 * n].reshape(n, 3)
+    return np.argmax(t_C3, axis=1).astype(np.int8)
+
+
+def _conditional(counts_K: np.ndarray, alpha: float, order: int = ORDER) -> np.ndarray:
+    """log P(last base | previous bases), smoothed by backing off to shorter contexts, [K].
+
+    Contexts longer than ``order`` bases are ignored (their table rows repeat the ``order`` one).
+    """
+    p = None
+    for k in range(order + 1):
+        # counts of (k-base context, base): sum out the leading ORDER - k bases of the hexamer
+        c = counts_K.reshape(4 ** (ORDER - k), 4 ** k * 4).sum(axis=0).reshape(4 ** k, 4)
+        c = c.astype(np.float64)
+        if p is None:
+            p = (c + 1.0) / (c.sum(axis=1, keepdims=True) + 4.0)
+        else:
+            prior = np.tile(p, (4, 1))  # context a·s backs off to its suffix s
+            p = (c + alpha * prior) / (c.sum(axis=1, keepdims=True) + alpha)
+    return np.log(np.tile(p, (4 ** (ORDER - order), 1))).reshape(-1)
+
+
+@dataclass
+class CodingModel:
+    """Per-codon-position log-likelihood ratio of each hexamer, coding vs background: [Q, K]."""
+
+    llr_QK: np.ndarray
+
+    def base_scores(self, kidx: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """Score of every base under each codon position, [Q, L] (0 where the hexamer has N)."""
+        s_QL = self.llr_QK[:, kidx]
+        s_QL[:, ~valid] = 0.0
+        return s_QL
+
+
+def background_counts(kidx: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Hexamer counts of one strand, [K]."""
+    return np.bincount(kidx[valid], minlength=NUM_KMERS)
+
+
+def coding_counts(kidx: np.ndarray, valid: np.ndarray, starts: np.ndarray,
+                  ends: np.ndarray) -> np.ndarray:
+    """Hexamer counts by codon position of the last base over the genes [starts, ends), [Q, K].
+
+    Genes are strand intervals whose start is codon-aligned; the stop codon is left out.
+    """
+    phase = np.full(len(kidx), -1, dtype=np.int8)
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        seg = phase[s:e - 3]
+        seg[:] = np.arange(len(seg)) % 3
+    counts = np.zeros((3, NUM_KMERS), dtype=np.int64)
+    for q in range(3):
+        counts[q] = np.bincount(kidx[(phase == q) & valid], minlength=NUM_KMERS)
+    return counts
+
+
+def model_order(num_coding_bases: int, min_per_param: float = 16.0) -> int:
+    """Longest context the training genes can support: about ``min_per_param`` bases per
+    parameter (3 codon positions × 4**(order + 1)), capped at ORDER. Small genomes and plasmids
+    get low orders, which keeps a few training genes from being memorised."""
+    order = ORDER
+    while order > 0 and 3 * 4 ** (order + 1) * min_per_param > num_coding_bases:
+        order -= 1
+    return order
+
+
+def fit_coding_model(coding_QK: np.ndarray, background_K: np.ndarray,
+                     alpha: float = 16.0, clip: float = 4.0) -> CodingModel:
+    """Log-likelihood ratios from coding counts per codon position and background counts."""
+    order = model_order(int(coding_QK.sum()))
+    bg = _conditional(background_K, alpha, order)
+    llr = np.stack([_conditional(coding_QK[q], alpha, order) - bg for q in range(3)])
+    return CodingModel(np.clip(llr, -clip, clip).astype(np.float32))

@@ -1,0 +1,144 @@
+"""Open reading frames and candidate genes on one strand (translation table 11).
+
+Every routine here sees a single strand: the minus strand is handled as the plus strand of the
+reverse complement, and :func:`to_forward` maps a strand interval back to forward coordinates.
+Coordinates are 0-based half-open. A candidate gene runs from its start codon (or, when the
+contig edge is open, from the first whole codon of the frame) through its stop codon (or to the
+last whole codon when the frame runs off the 3' edge).
+
+Legend: L = sequence length, N = number of candidate genes, C = codons in one frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BASE_CODE = np.full(256, 4, dtype=np.uint8)
+for _i, _b in enumerate(b"ACGT"):
+    BASE_CODE[_b] = _i
+    BASE_CODE[ord(chr(_b).lower())] = _i
+BASE_CODE[ord("U")] = BASE_CODE[ord("u")] = 3
+_COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
+INVALID_CODON = 64
+
+
+def _codon(s: str) -> int:
+    return int(BASE_CODE[ord(s[0])]) * 16 + int(BASE_CODE[ord(s[1])]) * 4 + int(BASE_CODE[ord(s[2])])
+
+
+STOP_CODONS = np.array([_codon(c) for c in ("TAA", "TAG", "TGA")])
+START_CODONS = ("ATG", "GTG", "TTG")
+START_TYPE = np.full(INVALID_CODON + 1, -1, dtype=np.int8)
+for _t, _c in enumerate(START_CODONS):
+    START_TYPE[_codon(_c)] = _t
+EDGE_START = len(START_CODONS)  # start type of a gene running in from the 5' contig edge
+
+
+def encode(seq: bytes | str) -> np.ndarray:
+    """ACGT (any case, U as T) → uint8 codes 0..3; anything else (N, IUPAC) → 4."""
+    if isinstance(seq, str):
+        seq = seq.encode("ascii", errors="replace")
+    return BASE_CODE[np.frombuffer(seq, dtype=np.uint8)]
+
+
+def revcomp_codes(x: np.ndarray) -> np.ndarray:
+    """Reverse complement of an encoded sequence (4 stays 4)."""
+    return _COMPLEMENT[x[::-1]]
+
+
+def codon_codes(x: np.ndarray, frame: int) -> np.ndarray:
+    """Codon ids 0..63 of ``frame`` (``INVALID_CODON`` where a base is not ACGT), shape [C]."""
+    n = (len(x) - frame) // 3
+    c_C3 = x[frame:frame + 3 * n].reshape(n, 3).astype(np.int16)
+    ids = c_C3[:, 0] * 16 + c_C3[:, 1] * 4 + c_C3[:, 2]
+    ids[(c_C3 >= 4).any(axis=1)] = INVALID_CODON
+    return ids
+
+
+def to_forward(start: np.ndarray, end: np.ndarray, length: int, strand: int):
+    """Strand interval(s) [start, end) → forward-strand interval(s)."""
+    return (start, end) if strand == 1 else (length - end, length - start)
+
+
+@dataclass
+class Candidates:
+    """Candidate genes of one strand, one entry per (start, stop) pair; arrays of shape [N].
+
+    ``frame`` is the codon frame (start % 3), ``j``/``k`` the codon indices of the start and the
+    stop within that frame (``k`` = number of codons when the frame runs off the 3' edge),
+    ``start``/``end`` strand coordinates, ``stype`` 0..2 for ATG/GTG/TTG or ``EDGE_START``,
+    ``orf`` a key shared by all candidates ending at the same stop (its ``end``).
+    """
+
+    frame: np.ndarray
+    j: np.ndarray
+    k: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    stype: np.ndarray
+    partial5: np.ndarray
+    partial3: np.ndarray
+
+    @property
+    def orf(self) -> np.ndarray:
+        return self.end
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def take(self, idx) -> Candidates:
+        return Candidates(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+
+
+def _frame_candidates(codons: np.ndarray, frame: int, closed: bool, min_len: int,
+                      min_edge_len: int) -> tuple[np.ndarray, ...]:
+    """Candidates of one frame: (j, k, stype, partial5, partial3) arrays."""
+    n = len(codons)
+    stops = np.flatnonzero(np.isin(codons, STOP_CODONS))
+    stype_all = START_TYPE[codons]
+    j = np.flatnonzero(stype_all >= 0)
+    pos = np.searchsorted(stops, j)
+    open3 = pos == len(stops)
+    k = np.where(open3, n, stops[np.minimum(pos, max(len(stops) - 1, 0))] if len(stops) else n)
+    stype = stype_all[j]
+    partial5 = np.zeros(len(j), dtype=bool)
+    if not closed and (len(stops) == 0 or stops[0] > 0) and n > 0 and stype_all[0] < 0:
+        # The first ORF of the frame runs in from the 5' edge: a gene may start before the contig.
+        j = np.concatenate([[0], j])
+        k = np.concatenate([[stops[0] if len(stops) else n], k])
+        open3 = np.concatenate([[len(stops) == 0], open3])
+        stype = np.concatenate([[EDGE_START], stype]).astype(np.int8)
+        partial5 = np.concatenate([[True], partial5])
+    length = 3 * (k - j) + np.where(open3, 0, 3)
+    edge = partial5 | open3
+    keep = np.where(edge, length >= min_edge_len, length >= min_len)
+    # no gene spans an unknown base (N runs are assembly gaps, not sequence)
+    bad = np.concatenate([[0], np.cumsum(codons == INVALID_CODON)])
+    keep &= bad[k] == bad[j]
+    if closed:
+        keep &= ~open3
+    return j[keep], k[keep], stype[keep], partial5[keep], open3[keep]
+
+
+def find_candidates(x: np.ndarray, *, closed: bool = False, min_len: int = 90,
+                    min_edge_len: int = 60) -> Candidates:
+    """All candidate genes of the strand ``x`` (encoded), sorted by (orf, start).
+
+    Args:
+        x: encoded strand sequence, shape [L].
+        closed: when True no gene may run off either contig edge.
+        min_len: minimum length in bp (stop codon included) of a complete gene.
+        min_edge_len: minimum length of a gene that runs off a contig edge.
+    """
+    parts = []
+    for f in range(3):
+        j, k, stype, p5, p3 = _frame_candidates(codon_codes(x, f), f, closed, min_len, min_edge_len)
+        start = f + 3 * j
+        end = f + 3 * k + np.where(p3, 0, 3)
+        parts.append((np.full(len(j), f, np.int8), j, k, start, end, stype, p5, p3))
+    cols = [np.concatenate(c) for c in zip(*parts)]
+    cand = Candidates(*cols)
+    order = np.lexsort((cand.start, cand.end))
+    return cand.take(order)

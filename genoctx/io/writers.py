@@ -1,0 +1,264 @@
+"""Annotation writers (GFF3, BED, bedGraph) and a GFF3 gene reader for scoring any tool's output.
+
+All writers are atomic (a failed write leaves no partial file) and deterministic: the same
+genes give the same bytes whatever their input order. Inside genoctx coordinates are 0-based
+half-open; GFF3 is 1-based inclusive, and the conversion happens only in :func:`_gff_interval`
+and :func:`_parse_interval`. BED and bedGraph are 0-based half-open like genoctx itself.
+
+Genes are :class:`genoctx.heads.decoder.GeneCall`; RNA features are any objects with
+``contig, start, end, strand, kind, score`` (:class:`genoctx.heads.decoder.RNACall`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import numpy as np
+
+from genoctx.errors import InputError
+from genoctx.io.atomic import atomic_open
+
+_SEQID_SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:^*$@!+_?-|"
+_STRAND = {1: "+", -1: "-", 0: "."}
+
+
+def _esc_seqid(name: str) -> str:
+    return "".join(c if c in _SEQID_SAFE else quote(c, safe="") for c in name)
+
+
+def _esc_value(v) -> str:
+    # GFF3 reserves ; = & , and control characters inside attribute values
+    return quote(str(v), safe=" !\"#$'()*+-./:<>?@[\\]^_`{|}~")
+
+
+def _gff_interval(start: int, end: int) -> tuple[int, int]:
+    """0-based half-open → GFF3 1-based inclusive."""
+    return start + 1, end
+
+
+def _fmt_score(p: float) -> str:
+    return "." if p is None or not math.isfinite(p) else f"{p:.4f}"
+
+
+def _attrs(pairs: list[tuple[str, object]]) -> str:
+    return ";".join(f"{k}={_esc_value(v)}" for k, v in pairs if v is not None)
+
+
+def _partial_attrs(g) -> list[tuple[str, object]]:
+    """NCBI-style partial markers; ``partial`` is (5', 3') along the gene's strand."""
+    p5, p3 = (bool(v) for v in g.partial)
+    left, right = (p5, p3) if g.strand != -1 else (p3, p5)
+    if not (left or right):
+        return []
+    lo, hi = _gff_interval(g.start, g.end)
+    return [("partial", "true"), ("start_range", f".,{lo}" if left else None),
+            ("end_range", f"{hi},." if right else None)]
+
+
+def _contig_order(lengths: dict[str, int], items: list) -> dict[str, int]:
+    missing = sorted({g.contig for g in items} - set(lengths))
+    if missing:
+        raise InputError(f"no length given for contig(s) {', '.join(missing[:5])}; "
+                         "pass every contig's length in `lengths`")
+    return {c: i for i, c in enumerate(lengths)}
+
+
+def _numbered(items: list, order: dict[str, int], prefix) -> list[tuple[str, object]]:
+    """(ID, item) with IDs numbered per contig in position order: ``contig_1``, ``contig_2``..."""
+    items = sorted(items, key=lambda g: (order.get(g.contig, 0), g.contig, g.start, g.end,
+                                         g.strand, getattr(g, "kind", "")))
+    out, count = [], {}
+    for g in items:
+        count[g.contig] = count.get(g.contig, 0) + 1
+        out.append((f"{g.contig}_{prefix(g)}{count[g.contig]}", g))
+    return out
+
+
+def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int], *,
+               source: str = "genoctx", attrs: dict | None = None) -> None:
+    """Write genes (gene → CDS) and RNAs (gene → tRNA/rRNA/ncRNA) as GFF3.
+
+    Args:
+        path: output file (written atomically).
+        genes: GeneCall list; ``score`` (a probability) goes in column 6, CDS phase is 0.
+        rna: RNACall list (``kind`` is the feature type).
+        lengths: every contig's length, in the order contigs should appear
+            (``##sequence-region`` lines).
+        source: column 2.
+        attrs: extra attributes added to every gene line (e.g. ``{"model": sha256}``).
+    """
+    order = _contig_order(lengths, list(genes) + list(rna))
+    extra = sorted((attrs or {}).items())
+    lines = ["##gff-version 3"]
+    lines += [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items()]
+    rows = [(i, g, "CDS") for i, g in _numbered(list(genes), order, lambda g: "")]
+    rows += [(i, r, r.kind) for i, r in _numbered(list(rna), order, lambda r: r.kind + "_")]
+    rows.sort(key=lambda t: (order[t[1].contig], t[1].start, t[1].end, t[0]))
+    for gid, g, kind in rows:
+        lo, hi = _gff_interval(g.start, g.end)
+        if g.end > lengths[g.contig] or g.start < 0 or g.end <= g.start:
+            raise InputError(f"{gid}: interval {g.start}-{g.end} lies outside contig "
+                             f"{g.contig} of length {lengths[g.contig]}")
+        col = [_esc_seqid(g.contig), source, None, str(lo), str(hi), _fmt_score(g.score),
+               _STRAND[g.strand]]
+        part = _partial_attrs(g) if kind == "CDS" else []
+        gene_attrs = [("ID", gid)] + part + extra
+        if kind != "CDS":
+            gene_attrs.insert(1, ("gene_biotype", kind))
+        lines.append("\t".join(col[:2] + ["gene"] + col[3:] + [".", _attrs(gene_attrs)]))
+        sub = [("ID", f"{kind.lower()}_{gid}"), ("Parent", gid)]
+        if kind == "CDS":
+            sub += [("start_codon", g.start_codon or None)] + part
+        phase = "0" if kind == "CDS" else "."
+        lines.append("\t".join(col[:2] + [kind] + col[3:] + [phase, _attrs(sub)]))
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def write_bed(path: str | Path, genes: list, rna: list) -> None:
+    """BED6 of genes and RNAs, sorted by contig name then start (ready for bgzip + tabix).
+
+    Name is the same ID as in the GFF3 (``contig_N`` for genes, ``contig_tRNA_N`` ...); the
+    score column is round(1000 · probability).
+    """
+    items = list(genes) + list(rna)
+    order = {c: i for i, c in enumerate(sorted({g.contig for g in items}))}
+    rows = _numbered(list(genes), order, lambda g: "")
+    rows += _numbered(list(rna), order, lambda r: r.kind + "_")
+    rows.sort(key=lambda t: (t[1].contig, t[1].start, t[1].end, t[0]))
+    lines = []
+    for gid, g in rows:
+        if any(c in g.contig for c in "\t\n"):
+            raise InputError(f"contig name {g.contig!r} contains a tab or newline; BED cannot hold it")
+        s = 0 if g.score is None or not math.isfinite(g.score) else round(1000 * g.score)
+        lines.append(f"{g.contig}\t{g.start}\t{g.end}\t{gid}\t{min(max(s, 0), 1000)}\t"
+                     f"{_STRAND[g.strand]}")
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+
+
+def _runs(values: np.ndarray, digits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, value) of runs of equal rounded values, skipping NaN."""
+    r = np.round(values.astype(np.float64), digits)
+    nan = np.isnan(r)
+    key = np.where(nan, np.inf, r)
+    cut = np.flatnonzero(key[1:] != key[:-1]) + 1
+    starts = np.r_[0, cut]
+    ends = np.r_[cut, len(r)]
+    keep = ~nan[starts]
+    return starts[keep], ends[keep], r[starts[keep]]
+
+
+def _fmt_value(v: float, digits: int) -> str:
+    s = f"{v:.{digits}f}".rstrip("0").rstrip(".")
+    return "0" if s in ("", "-0") else s
+
+
+def write_bedgraph(path: str | Path, track: np.ndarray, contig: str, *, start: int = 0,
+                   name: str, append: bool = False, digits: int = 3) -> None:
+    """Write a per-base track as bedGraph, merging runs of equal (rounded) values.
+
+    Args:
+        track: per-base values, shape [L]; NaN bases are left out.
+        contig: chromosome name; ``start`` is the 0-based position of ``track[0]``.
+        name: track name for the header line.
+        append: add this contig's lines to an existing file (header written only once).
+        digits: decimals kept; runs are merged after rounding.
+    """
+    track = np.asarray(track)
+    if track.ndim != 1:
+        raise InputError(f"bedGraph track must be 1-D, got shape {track.shape}")
+    path = Path(path)
+    head = ""
+    if append and path.exists():
+        head = path.read_text()
+    else:
+        head = f'track type=bedGraph name="{name}"\n'
+    s, e, v = _runs(track, digits)
+    body = "".join(f"{contig}\t{a + start}\t{b + start}\t{_fmt_value(x, digits)}\n"
+                   for a, b, x in zip(s.tolist(), e.tolist(), v.tolist()))
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write(head + body)
+
+
+# ----------------------------------------------------------------------------- reading GFF3
+
+def _parse_interval(lo: str, hi: str, where: str) -> tuple[int, int]:
+    """GFF3 1-based inclusive → 0-based half-open."""
+    try:
+        a, b = int(lo), int(hi)
+    except ValueError:
+        raise InputError(f"{where}: start/end '{lo}'/'{hi}' are not integers") from None
+    if a < 1 or b < a:
+        raise InputError(f"{where}: bad interval {lo}-{hi} (GFF3 is 1-based, start <= end)")
+    return a - 1, b
+
+
+def _parse_gff_attrs(text: str) -> dict[str, str]:
+    out = {}
+    for part in text.strip().split(";"):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[unquote(k.strip())] = unquote(v.strip())
+    return out
+
+
+def _partial_of(a: dict, strand: int) -> tuple[bool, bool]:
+    """(5', 3') partial flags from NCBI ranges or Prodigal's ``partial=LR`` digits."""
+    flag = a.get("partial", "")
+    if re.fullmatch(r"[01]{2}", flag):
+        left, right = flag[0] == "1", flag[1] == "1"
+    else:
+        left = a.get("start_range", "").startswith(".")
+        right = a.get("end_range", "").endswith(".")
+        if flag.lower() == "true" and not (left or right):
+            left = right = True
+    return (left, right) if strand != -1 else (right, left)
+
+
+def read_gff3_genes(path: str | Path) -> list:
+    """CDS features of a GFF3 file (any tool) as GeneCalls; CDS lines sharing an ID are merged.
+
+    Score is column 6 as a float (NaN when '.'); the start codon comes from ``start_codon`` or
+    Prodigal's ``start_type`` attribute.
+    """
+    from genoctx.heads.decoder import GeneCall
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"GFF3 file {path} not found")
+    merged: dict = {}
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if line.startswith("##FASTA"):
+                break
+            if not line.strip() or line.startswith("#"):
+                continue
+            col = line.rstrip("\n").split("\t")
+            if len(col) != 9:
+                raise InputError(f"{path}:{n}: expected 9 tab-separated columns, got {len(col)}")
+            if col[2] != "CDS":
+                continue
+            lo, hi = _parse_interval(col[3], col[4], f"{path}:{n}")
+            strand = {"+": 1, "-": -1}.get(col[6], 0)
+            a = _parse_gff_attrs(col[8])
+            key = (unquote(col[0]), a.get("ID") or f"line{n}")
+            score = float("nan") if col[5] == "." else float(col[5])
+            if key in merged:
+                g = merged[key]
+                g["parts"].append((lo, hi))
+                continue
+            merged[key] = {"contig": key[0], "parts": [(lo, hi)], "strand": strand,
+                           "score": score, "attrs": a}
+    out = []
+    for g in merged.values():
+        a = g["attrs"]
+        lo, hi = min(p[0] for p in g["parts"]), max(p[1] for p in g["parts"])
+        extra = {"parts": sorted(g["parts"])} if len(g["parts"]) > 1 else {}
+        out.append(GeneCall(g["contig"], lo, hi, g["strand"], g["score"],
+                            a.get("start_codon") or a.get("start_type", ""),
+                            _partial_of(a, g["strand"]), {**a, **extra}))
+    return sorted(out, key=lambda g: (g.contig, g.start, g.end, g.strand))

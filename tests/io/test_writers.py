@@ -1,0 +1,147 @@
+"""GFF3 / BED / bedGraph writers: format checks, round trips, determinism, atomicity."""
+
+import random
+
+import numpy as np
+import pysam
+import pytest
+
+from genoctx.errors import InputError
+from genoctx.heads.decoder import GeneCall, RNACall
+from genoctx.io.writers import read_gff3_genes, write_bed, write_bedgraph, write_gff3
+
+LENGTHS = {"chr one": 5000, "plasmid": 1200}
+
+
+def _genes():
+    return [
+        GeneCall("chr one", 0, 300, 1, 0.91234, "GTG", (True, False)),   # runs in from the left edge
+        GeneCall("chr one", 250, 1000, -1, 0.5, "ATG"),
+        GeneCall("chr one", 4700, 5000, -1, 0.12, "TTG", (True, False)),  # minus: 5' end on the right
+        GeneCall("plasmid", 99, 1200, 1, 1.0, "ATG", (False, True)),
+        GeneCall("chr one", 1200, 1500, 1, 0.75, "ATG"),
+    ]
+
+
+def _rnas():
+    return [RNACall("chr one", 2000, 2076, 1, "tRNA", 0.8), RNACall("plasmid", 10, 90, -1, "ncRNA", 0.6)]
+
+
+def _parse(path):
+    """A tiny independent GFF3 reader: header lines and 9-column rows with attribute dicts."""
+    header, rows = [], []
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            header.append(line)
+            continue
+        col = line.split("\t")
+        assert len(col) == 9, line
+        attrs = dict(kv.split("=", 1) for kv in col[8].split(";"))
+        rows.append((col, attrs))
+    return header, rows
+
+
+def test_gff3_structure(tmp_path):
+    path = tmp_path / "out.gff3"
+    write_gff3(path, _genes(), _rnas(), LENGTHS, attrs={"model": "abc"})
+    header, rows = _parse(path)
+    assert header[0] == "##gff-version 3"
+    assert header[1:] == ["##sequence-region chr%20one 1 5000", "##sequence-region plasmid 1 1200"]
+    ids = {a["ID"] for _, a in rows}
+    for col, a in rows:
+        assert int(col[3]) >= 1 and int(col[3]) <= int(col[4])
+        if "Parent" in a:
+            assert a["Parent"] in ids
+        if col[2] == "CDS":
+            assert col[7] == "0"
+        if col[2] == "gene":
+            assert a["model"] == "abc"
+    first = rows[0][0]
+    assert first[:8] == ["chr%20one", "genoctx", "gene", "1", "300", "0.9123", "+", "."]
+    kinds = sorted(col[2] for col, _ in rows)
+    assert kinds == sorted(["gene"] * 7 + ["CDS"] * 5 + ["tRNA", "ncRNA"])
+    # sorted by contig (lengths order) then start
+    keys = [(list(LENGTHS).index(col[0].replace("%20", " ")), int(col[3])) for col, _ in rows]
+    assert keys == sorted(keys)
+
+
+def test_gff3_round_trip(tmp_path):
+    path = tmp_path / "out.gff3"
+    genes = _genes()
+    write_gff3(path, genes, _rnas(), LENGTHS)
+    back = read_gff3_genes(path)
+    key = lambda g: (g.contig, g.start, g.end, g.strand)
+    assert sorted(map(key, back)) == sorted(map(key, genes))
+    by = {key(g): g for g in genes}
+    for g in back:
+        orig = by[key(g)]
+        assert g.partial == orig.partial
+        assert g.start_codon == orig.start_codon
+        assert g.score == pytest.approx(orig.score, abs=1e-4)
+
+
+def test_gff3_deterministic_and_atomic(tmp_path):
+    a, b = tmp_path / "a.gff3", tmp_path / "b.gff3"
+    genes = _genes()
+    write_gff3(a, genes, _rnas(), LENGTHS)
+    random.Random(0).shuffle(genes)
+    write_gff3(b, genes, _rnas()[::-1], LENGTHS)
+    assert a.read_bytes() == b.read_bytes()
+    bad = tmp_path / "bad.gff3"
+    with pytest.raises(InputError, match="no length"):
+        write_gff3(bad, genes, [], {"plasmid": 1200})
+    with pytest.raises(InputError, match="outside"):
+        write_gff3(bad, [GeneCall("plasmid", 0, 1300, 1, 0.5, "ATG")], [], LENGTHS)
+    assert not bad.exists() and not list(tmp_path.glob(".bad*"))
+
+
+def test_read_gff3_prodigal_style(tmp_path):
+    path = tmp_path / "prodigal.gff"
+    path.write_text(
+        "##gff-version  3\n"
+        "# Sequence Data: seqnum=1;seqlen=1000\n"
+        "seq1\tProdigal_v2.6.3\tCDS\t1\t300\t12.5\t-\t0\tID=1_1;partial=10;start_type=Edge\n"
+        "seq1\tProdigal_v2.6.3\tCDS\t401\t700\t30.1\t+\t0\tID=1_2;partial=00;start_type=GTG\n"
+        "##FASTA\n>seq1\nACGT\n")
+    a, b = read_gff3_genes(path)
+    assert (a.start, a.end, a.strand, a.partial) == (0, 300, -1, (False, True))
+    assert (b.start, b.end, b.strand, b.partial, b.start_codon) == (400, 700, 1, (False, False), "GTG")
+    assert b.score == pytest.approx(30.1)
+    path.write_text("seq1\tx\tCDS\t0\t300\t.\t+\t0\tID=a\n")
+    with pytest.raises(InputError, match="1-based"):
+        read_gff3_genes(path)
+
+
+def test_bed_tabix(tmp_path):
+    path = tmp_path / "genes.bed"
+    write_bed(path, _genes(), _rnas())
+    lines = [line.split("\t") for line in path.read_text().splitlines()]
+    assert all(len(c) == 6 for c in lines)
+    assert [(c[0], int(c[1])) for c in lines] == sorted((c[0], int(c[1])) for c in lines)
+    assert {int(c[4]) for c in lines} <= set(range(1001))
+    first = next(c for c in lines if c[1] == "0" and c[0] == "chr one")
+    assert first[2:] == ["300", "chr one_1", "912", "+"]
+    gz = pysam.tabix_index(str(path), preset="bed", force=True)
+    tbx = pysam.TabixFile(gz)
+    hits = [r.split("\t") for r in tbx.fetch("plasmid", 0, 100)]
+    assert {(h[1], h[2], h[5]) for h in hits} == {("10", "90", "-"), ("99", "1200", "+")}
+    assert len(list(tbx.fetch("chr one", 4800, 4900))) == 1
+
+
+def test_bedgraph_runs_and_append(tmp_path):
+    path = tmp_path / "cds.bedgraph"
+    track = np.array([0.1, 0.1004, 0.2, 0.2, np.nan, 0.2, 1.0, 1.0], dtype=np.float32)
+    write_bedgraph(path, track, "c1", start=100, name="CDS plus")
+    write_bedgraph(path, np.zeros(3), "c2", name="ignored", append=True)
+    lines = path.read_text().splitlines()
+    assert lines[0] == 'track type=bedGraph name="CDS plus"'
+    rows = [line.split("\t") for line in lines[1:]]
+    assert rows == [["c1", "100", "102", "0.1"], ["c1", "102", "104", "0.2"],
+                    ["c1", "105", "106", "0.2"], ["c1", "106", "108", "1"], ["c2", "0", "3", "0"]]
+    # expanding the runs gives the rounded track back
+    rebuilt = np.full(len(track), np.nan)
+    for c, s, e, v in rows[:4]:
+        rebuilt[int(s) - 100:int(e) - 100] = float(v)
+    np.testing.assert_allclose(rebuilt, np.round(track.astype(float), 3), equal_nan=True)
+    with pytest.raises(InputError):
+        write_bedgraph(tmp_path / "x.bg", np.zeros((2, 2)), "c", name="x")
