@@ -1,0 +1,93 @@
+"""``genoctx embed``: per-base embeddings of a FASTA region from the model, as ``.npy``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from genoctx.errors import GenoctxError, InputError
+
+SEGMENT_LEN = 16384
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name not in ("auto", "cpu", "cuda"):
+        raise GenoctxError(f"--device must be auto, cpu or cuda, got {name!r}")
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise GenoctxError("--device cuda, but no CUDA device is available here; use --device cpu")
+    return name
+
+
+def read_tokens(path: Path, region: str | None):
+    """``(token ids uint8 [L], Region)`` of ``region`` (or the only record) of a FASTA file."""
+    from genoctx.io.fasta import FastaFile
+    from genoctx.io.regions import Region, parse_region
+    from genoctx.tokenize.nucleotide import ENCODE_TABLE
+
+    with FastaFile(path) as fa:
+        if region is not None:
+            where = parse_region(region, fa.lengths)
+        elif len(fa.contigs) == 1:
+            where = Region(fa.contigs[0], 0, fa.lengths[fa.contigs[0]])
+        else:
+            raise InputError(f"{path} holds {len(fa.contigs)} records; choose one with --region "
+                             f"(e.g. --region {fa.contigs[0]} or {fa.contigs[0]}:1-10,000)")
+        if len(where) == 0:
+            raise InputError(f"region {where} of {path} is empty; nothing to embed")
+        ids = fa.fetch_array(where.contig, where.start, where.end, table=ENCODE_TABLE)
+    return ids, where
+
+
+def embed(
+    input: Path = typer.Argument(..., help="FASTA file (plain, gzip, bgzip, xz or bzip2)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output .npy file (written atomically)."),
+    region: str = typer.Option(None, "--region", "-r",
+                               help="Region, 1-based inclusive: chr1:1,000-2,000 or a contig "
+                                    "name. Needed when the file holds several records."),
+    model: str = typer.Option("embedded", "--model", "-m",
+                              help="'embedded' (the shipped weights) or a checkpoint directory."),
+    pool: str = typer.Option("none", "--pool",
+                             help="none: one row per base [L, 2D]; mean: the mean row [2D]."),
+    segment_len: int = typer.Option(SEGMENT_LEN, "--segment-len",
+                                    help="Tokens per segment (a multiple of the model's block "
+                                         "size); memory grows with it, results do not change."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Embed a region: both strands through the causal model; per base, the forward then the
+    reverse-strand hidden state (2 x d_model float32 values).
+
+    Example: genoctx embed genome.fa --region chr1:1-1,000,000 --model runs/tiny --out emb.npy
+    """
+    import numpy as np
+    import torch
+
+    from genoctx.io.atomic import atomic_path
+    from genoctx.model.model import GenoCtxModel
+    from genoctx.progress import progress_bar
+
+    if pool not in ("none", "mean"):
+        raise GenoctxError(f"--pool must be none or mean, got {pool!r}")
+    dev = _device(device)
+    ids, where = read_tokens(input, region)
+    net = GenoCtxModel.from_pretrained(model, device=dev)
+    try:
+        net.segment_length(segment_len, len(ids) + 1)
+    except ValueError as exc:
+        raise GenoctxError(f"--segment-len: {exc}") from exc
+    tokens = torch.from_numpy(ids.astype(np.int64))[None]
+    with progress_bar(f"embed {where}", total=len(ids) + 1, quiet=quiet) as bar:
+        emb = net.embed(tokens, segment_len=segment_len, progress=bar.advance)[0]
+    arr = (emb.mean(0) if pool == "mean" else emb).float().cpu().numpy()
+    with atomic_path(out) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, arr)
+    typer.echo(f"wrote {out}: {list(arr.shape)} float32 embeddings of {where} ({len(ids):,} bp)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("embed")(embed)

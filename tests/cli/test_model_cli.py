@@ -1,0 +1,110 @@
+"""``genoctx model info`` and ``genoctx embed``, run in-process."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from genoctx.model import checkpoint
+from genoctx.model.config import ModelConfig, get_config
+from genoctx.model.model import GenoCtxModel
+from genoctx.tokenize.nucleotide import encode
+
+CONTIG = "gi|45478711|ref|NC_005816.1|"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small tensors: one thread avoids OpenMP barrier stalls on a shared 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def small_ckpt(tmp_path_factory):
+    cfg = ModelConfig(name="cli-test", d_model=32, num_layers=2, num_heads=2, num_kv_heads=1,
+                      head_dim=16, block_size=128, top_k_blocks=2, topk_window_blocks=2,
+                      num_experts=4, top_k=2, expert_dim=16)
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("ckpt") / "model"
+    GenoCtxModel(cfg).save_pretrained(path)
+    return path
+
+
+def test_info_json_tiny(cli):
+    code, out, _ = cli(["model", "info", "--config", "tiny", "--json"])
+    assert code == 0
+    info = json.loads(out)
+    cfg = get_config("tiny")
+    assert info["total_params"] == cfg.num_params()
+    assert info["active_params"] == cfg.num_active_params()
+    assert (info["num_experts"], info["top_k"]) == (16, 2)
+    assert info["weight_bytes_bf16"] == 2 * cfg.num_params()
+
+
+def test_info_json_glm(cli):
+    code, out, _ = cli(["model", "info", "--config", "glm-5.3-flash", "--json"])
+    assert code == 0
+    info = json.loads(out)
+    assert abs(info["total_params"] - 320e9) <= 0.03 * 320e9
+    assert info["active_params"] <= 30e9
+    assert (info["num_experts"], info["top_k"]) == (128, 8)
+    assert info["active_params"] == info["routed_active_params"] + info["always_on_params"]
+
+
+def test_info_text_shows_the_arithmetic(cli):
+    code, out, _ = cli(["model", "info", "-c", "glm-5.3-flash"])
+    assert code == 0
+    assert "active-parameter arithmetic" in out and "8/128 = 6.25%" in out
+    assert "cannot be met" in out and "activation memory at 1,048,576 tokens" in out
+
+
+def test_info_from_a_checkpoint_and_errors(cli, small_ckpt):
+    code, out, _ = cli(["model", "info", "--model", small_ckpt, "--json"])
+    assert code == 0 and json.loads(out)["name"] == "cli-test"
+    code, _, err = cli(["model", "info", "--config", "tiny", "--model", small_ckpt])
+    assert code == 2 and "not both" in err
+    code, _, err = cli(["model", "info", "--config", "gigantic"])
+    assert code == 2 and "choose one of" in err and "Traceback" not in err
+
+
+def test_embed_region(cli, small_ckpt, example_fasta, tmp_path):
+    out = tmp_path / "emb.npy"
+    code, stdout, err = cli(["embed", example_fasta, "--region", f"{{{CONTIG}}}:101-700",
+                             "--model", small_ckpt, "--segment-len", "256", "--out", out,
+                             "--quiet"])
+    assert code == 0, err
+    emb = np.load(out)
+    assert emb.shape == (600, 64) and emb.dtype == np.float32
+    seq = example_fasta.read_text().split("\n", 1)[1].replace("\n", "")[100:700]
+    model = GenoCtxModel.from_pretrained(small_ckpt)
+    want = model.embed(torch.from_numpy(encode(seq).astype(np.int64))[None])[0].numpy()
+    np.testing.assert_allclose(emb, want, atol=1e-5)
+    assert "600 bp" in stdout
+
+    mean_out = tmp_path / "mean.npy"
+    code, _, _ = cli(["embed", example_fasta, "--model", small_ckpt, "--pool", "mean",
+                      "--out", mean_out, "-q"])  # the file's only record
+    assert code == 0
+    assert np.load(mean_out).shape == (64,)
+
+
+def test_embed_errors_leave_no_output(cli, small_ckpt, example_fasta, tmp_path):
+    out = tmp_path / "e.npy"
+    code, _, err = cli(["embed", example_fasta, "--model", small_ckpt, "--segment-len", "100",
+                        "--out", out, "-q"])
+    assert code == 2 and "multiple of block_size" in err
+    code, _, err = cli(["embed", example_fasta, "--region", "chrX:1-10", "--model", small_ckpt,
+                        "--out", out, "-q"])
+    assert code == 2 and "unknown contig" in err
+    two = tmp_path / "two.fa"
+    two.write_text(">a\nACGTACGT\n>b\nGGGGCCCC\n")
+    code, _, err = cli(["embed", two, "--model", small_ckpt, "--out", out, "-q"])
+    assert code == 2 and "choose one with --region" in err
+    if not (checkpoint.embedded_dir() / checkpoint.WEIGHTS_NAME).exists():
+        code, _, err = cli(["embed", example_fasta, "--out", out, "-q"])
+        assert code == 2 and "no trained weights ship" in err
+    assert not out.exists() and not list(tmp_path.glob(".e.npy*"))

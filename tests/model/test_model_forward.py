@@ -1,0 +1,143 @@
+"""The model end to end: segmented == full, likelihoods, RC-equivariant embeddings, gradients."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from genoctx.model.attention import attention_ops
+from genoctx.model.model import BOS_ID, GenoCtxModel
+from genoctx.tokenize.nucleotide import reverse_complement
+
+from model_testutil import random_tokens, small_config
+
+ATOL = 1e-5
+
+
+def _model(backend="torch", **overrides) -> GenoCtxModel:
+    torch.manual_seed(0)
+    return GenoCtxModel(small_config(**overrides), backend=backend).eval()
+
+
+@pytest.mark.parametrize("backend", ["torch", "reference"])
+def test_segmented_equals_full(backend):
+    model = _model(backend)
+    x = random_tokens(2, 1100)  # 8.6 blocks: a short last block and carries of 4 blocks
+    full = model.hidden_states(x)
+    for seg in (128, 384, 640):
+        torch.testing.assert_close(model.hidden_states(x, segment_len=seg), full, atol=ATOL, rtol=0)
+    ll = model.log_likelihood(x)
+    torch.testing.assert_close(model.log_likelihood(x, segment_len=256), ll, atol=ATOL, rtol=0)
+
+
+def test_backends_agree():
+    x = random_tokens(1, 700, seed=3)
+    torch.testing.assert_close(_model("torch").hidden_states(x),
+                               _model("reference").hidden_states(x), atol=ATOL, rtol=0)
+
+
+def test_carry_does_not_grow_with_the_sequence():
+    model = _model()
+    layer = model.layers[0].attn
+    ops = attention_ops("torch", torch.device("cpu"))
+    x = torch.randn(1, 256, 32)
+    carry = None
+    with torch.inference_mode():
+        for step in range(5):
+            _, carry = layer(x, start=256 * step, carry=carry, keep_carry=True, ops=ops)
+            keep = model.config.carry_blocks * model.config.block_size
+            kept = min(keep, 256 * (step + 1))  # whole segments until the window is full
+            assert carry.q.shape[2] == carry.k.shape[2] == carry.g.shape[2] == kept
+            assert carry.state[0].shape == (1, 4, 8, 8)
+
+
+def test_hidden_train_is_the_differentiable_hidden_states():
+    model = _model()
+    x = random_tokens(1, 300, seed=7)
+    h = model.hidden_train(x)
+    assert h.requires_grad
+    torch.testing.assert_close(h.detach(), model.hidden_states(x), atol=ATOL, rtol=0)
+
+
+def test_log_likelihood_is_next_token_log_softmax():
+    model = _model()
+    x = random_tokens(2, 300, seed=1)
+    inp = torch.cat([torch.full_like(x[:, :1], BOS_ID), x[:, :-1]], 1)
+    with torch.no_grad():
+        logp = F.log_softmax(model(inp), -1)
+    want = logp.gather(-1, x[..., None])[..., 0]
+    torch.testing.assert_close(model.log_likelihood(x), want, atol=ATOL, rtol=0)
+    loss = model.lm_loss(x)
+    torch.testing.assert_close(loss["lm"], -want.mean(), atol=ATOL, rtol=0)
+
+
+def test_embed_is_rc_equivariant_and_keeps_the_strand():
+    model = _model()
+    x = random_tokens(2, 500, seed=2)
+    e = model.embed(x, segment_len=256)
+    e_rc = model.embed(reverse_complement(x, dim=1))
+    D = model.config.d_model
+    assert e.shape == (2, 500, 2 * D)
+    swapped = torch.cat([e[..., D:], e[..., :D]], -1).flip(1)
+    torch.testing.assert_close(e_rc, swapped, atol=ATOL, rtol=0)
+    assert (e[..., :D] - e[..., D:]).abs().max() > 1e-2  # not an RC-invariant average
+
+
+def test_embed_halves_are_the_two_strand_passes():
+    model = _model()
+    x = random_tokens(1, 300, seed=4)
+    bos = torch.full_like(x[:, :1], BOS_ID)
+    fwd = model.hidden_states(torch.cat([bos, x], 1))[:, 1:]
+    rev = model.hidden_states(torch.cat([bos, reverse_complement(x, dim=1)], 1))[:, 1:].flip(1)
+    e = model.embed(x)
+    torch.testing.assert_close(e, torch.cat([fwd, rev], -1), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("backend", ["torch", "reference"])
+def test_gradients_reach_every_parameter(backend):
+    model = _model(backend).train()
+    x = random_tokens(2, 640, seed=5)
+    model.lm_loss(x)["loss"].backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None, name
+        assert torch.isfinite(p.grad).all(), name
+        assert p.grad.abs().sum() > 0, name
+    for block in model.layers:  # every expert that received tokens learns
+        counts = torch.tensor(block.moe.stats["tokens_per_expert"])
+        per_expert = block.moe.w_gate_up.grad.abs().flatten(1).sum(1)
+        assert ((per_expert > 0) == (counts > 0)).all()
+
+
+def test_bidirectional_full_forward():
+    model = _model(causal=False)
+    ref = _model("reference", causal=False)
+    x = random_tokens(1, 520, seed=6)
+    with torch.no_grad():
+        a = model(x)
+        torch.testing.assert_close(a, ref(x), atol=ATOL, rtol=0)
+        y = x.clone()
+        y[0, 450] = 4 if int(y[0, 450]) != 4 else 5
+        assert (model(y)[:, :300] - a[:, :300]).abs().max() > 1e-6  # sees the right side
+    with pytest.raises(ValueError, match="needs a causal model"):
+        model.hidden_states(x, segment_len=256)
+    with pytest.raises(ValueError, match="bidirectional model"):
+        model.log_likelihood(x)
+
+
+def test_input_validation():
+    model = _model()
+    with pytest.raises(ValueError, match="multiple of block_size"):
+        model.hidden_states(random_tokens(1, 600), segment_len=200)
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 9\)"):
+        model(torch.tensor([[4, 5, 9]]))
+    with pytest.raises(ValueError, match="integer tensor"):
+        model(torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="backend must be one of"):
+        GenoCtxModel(small_config(), backend="fast")
+
+
+def test_routing_stats_after_forward():
+    model = _model()
+    model.hidden_states(random_tokens(1, 300))
+    stats = model.routing_stats()
+    assert len(stats) == 2
+    assert all(sum(s["tokens_per_expert"]) == 300 * 2 and s["dropped"] == 0 for s in stats)
