@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import typer
 
+from genoctx.cli.common import resolve_targets
 from genoctx.errors import GenoctxError, InputError
 from genoctx.io.atomic import atomic_open
 from genoctx.io.fasta import FastaFile
-from genoctx.io.regions import Region, read_bed
+from genoctx.io.regions import Region
 from genoctx.progress import progress_bar
 from genoctx.tokenize import nucleotide as nt
 from genoctx.tokenize.kmer import KmerTokenizer
@@ -58,19 +59,6 @@ class _Outputs:
     ends: list[np.ndarray] = field(default_factory=list)
     contigs: list[str] = field(default_factory=list)
     lengths: list[np.ndarray] = field(default_factory=list)
-
-
-def _targets(fa: FastaFile, region: list[str] | None, regions: Path | None) -> list[Region]:
-    if region and regions:
-        raise InputError("give --region or --regions, not both")
-    if regions is not None:
-        found = read_bed(regions, fa.lengths)
-        if not found:
-            raise InputError(f"{regions} lists no regions")
-        return found
-    if region:
-        return [fa.resolve(text) for text in region]
-    return [Region(name, 0, size) for name, size in fa.lengths.items()]
 
 
 def _record(out: _Outputs, r: Region, plan: list[tuple[int, int]], bases) -> None:
@@ -191,7 +179,7 @@ def tokenize(
     plan_windows(0, context, overlap)  # validates context/overlap before any reading
     tok = KmerTokenizer(k) if kind is Kind.kmer else None
     with FastaFile(reference if kind is Kind.pileup else input) as fa:
-        targets = _targets(fa, region, regions)
+        targets = resolve_targets(fa, region, regions)
         with progress_bar(f"tokenize {input.name}", total=None, quiet=quiet) as bar:
             if kind is Kind.pileup:
                 result = _fill_pileup(input, fa.path, targets, context, overlap, bar)

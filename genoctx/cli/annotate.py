@@ -1,0 +1,60 @@
+"""``genoctx annotate``: genes and RNA features of a FASTA → GFF3, BED and bedGraph tracks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+FORMATS = ("gff3", "bed", "bedgraph")
+
+EPILOG = """Examples:
+
+  genoctx annotate data/examples/Yersinia_pestis_pPCP1_NC_005816.fna --out results/pPCP1
+
+  genoctx annotate genome.fa.gz --region chr1:1-1,000,000 --formats gff3 --out chr1_1Mb
+"""
+
+
+def annotate(
+    input: Path = typer.Argument(..., help="FASTA (plain, gzip or bgzip; many records)."),
+    region: list[str] | None = typer.Option(None, "--region", "-r",
+                                            help="Region chr:start-end (1-based, inclusive); repeatable."),
+    regions: Path | None = typer.Option(None, "--regions", help="BED file of regions."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Output prefix (default: the input "
+                                    "name without its extension)."),
+    formats: str = typer.Option("gff3,bed,bedgraph", "--formats",
+                                help="Comma-separated: gff3, bed, bedgraph."),
+    model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a checkpoint "
+                              "directory, or 'none' (sequence-only decoding)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    context: int = typer.Option(8192, "--context", help="Bases per model window."),
+    overlap: int = typer.Option(1024, "--overlap", help="Bases shared by neighbouring windows."),
+    batch_size: int = typer.Option(4, "--batch-size", help="Windows per model call."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
+    from genoctx.cli.common import resolve_device, resolve_targets
+    from genoctx.errors import InputError
+    from genoctx.heads.annotate import annotate_fasta, write_annotation
+    from genoctx.io.fasta import FastaFile
+
+    chosen = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
+    bad = [f for f in chosen if f not in FORMATS]
+    if bad or not chosen:
+        raise InputError(f"unknown format(s) {', '.join(bad) or '(none)'}; choose from {', '.join(FORMATS)}")
+    if context < 256 or not 0 <= overlap < context:
+        raise InputError("--context must be at least 256 and --overlap in [0, context)")
+    targets = resolve_targets(FastaFile(input), region, regions)
+    prefix = out if out is not None else Path(input.name.split(".")[0])
+    result = annotate_fasta(input, targets, model=None if model == "none" else model,
+                            device=resolve_device(device), context=context, overlap=overlap,
+                            batch_size=batch_size, quiet=quiet)
+    written = write_annotation(prefix, result, chosen)
+    if not quiet:
+        typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "
+                   + ", ".join(str(p) for p in written), err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("annotate", epilog=EPILOG)(annotate)

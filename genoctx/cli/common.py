@@ -1,0 +1,36 @@
+"""Helpers shared by CLI commands: devices and region targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from genoctx.errors import InputError
+from genoctx.io.fasta import FastaFile
+from genoctx.io.regions import Region, read_bed
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when available, else ``cpu``; a clear error for an unusable choice."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise InputError(f"--device must be auto, cpu or cuda (got {device!r})")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("--device cuda was asked for, but no CUDA device is available; use --device cpu")
+    return device
+
+
+def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | None) -> list[Region]:
+    """Regions from ``--region`` / ``--regions``, or every record of the FASTA."""
+    if region and regions:
+        raise InputError("give --region or --regions, not both")
+    if regions is not None:
+        found = read_bed(regions, fa.lengths)
+        if not found:
+            raise InputError(f"{regions} lists no regions")
+        return found
+    if region:
+        return [fa.resolve(text) for text in region]
+    return [Region(name, 0, size) for name, size in fa.lengths.items()]

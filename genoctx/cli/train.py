@@ -1,0 +1,45 @@
+"""``genoctx train``: run a training recipe (language model, annotation head)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def train(
+    recipe: str = typer.Option(..., "--recipe", help="Recipe: lm (pretraining) or annotation (head)."),
+    data_root: Path | None = typer.Option(None, "--data-root", help="Data folder with MANIFEST.tsv "
+                                          "(default: $GENOCTX_DATA_ROOT or ../shared/data)."),
+    out: Path = typer.Option(Path("runs/train"), "--out", help="Run directory (resumed if it exists)."),
+    init: Path | None = typer.Option(None, "--init", help="Checkpoint to start from (annotation: "
+                                     "the lm run's export/ directory)."),
+    steps: int | None = typer.Option(None, "--steps", help="Optimisation steps (recipe default)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Windows per step."),
+    seq_len: int | None = typer.Option(None, "--seq-len", help="Bases per training window."),
+    lr: float | None = typer.Option(None, "--lr", help="Peak learning rate."),
+    seed: int | None = typer.Option(None, "--seed", help="Random seed (recipe default 0)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for torch."),
+    stop_after: int | None = typer.Option(None, "--stop-after", help="Stop (and export) after "
+                                          "this many steps of the --steps schedule; rerunning "
+                                          "with a larger value resumes."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Train a recipe on the train-role data; validation/benchmark files are refused.
+
+    Example: genoctx train --recipe lm --out runs/lm && genoctx train --recipe annotation
+    --init runs/lm/export --out runs/annotation
+    """
+    from genoctx.train import recipes
+
+    r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
+                           seed=seed, threads=threads, stop_after=stop_after)
+    if r.name == "lm":
+        export = recipes.run_lm(r, data_root, out, quiet=quiet)
+    else:
+        export = recipes.run_annotation(r, data_root, out, init, quiet=quiet)
+    typer.echo(f"checkpoint written to {export}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)

@@ -1,0 +1,166 @@
+"""Per-base annotation head: ``(B, T, 2D)`` embeddings → ``(B, T, NUM_CLASSES)`` class logits.
+
+The backbone's :meth:`embed` concatenates a forward-strand and a reverse-complement pass, so
+``embed(rc(x)) == flip_T(swap_halves(embed(x)))``. The head uses that to be exactly strand
+equivariant at no extra backbone cost: it scores the embedding as given and as the reverse
+complement would see it, and averages the two after mapping the second back (flip in T, swap the
+strand of every class with :data:`classes.RC_PERMUTATION`). The reverse complement of the input
+therefore gives the reverse-complemented output, up to float rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, IGNORE_INDEX, INDEX, NUM_CLASSES, RC_PERMUTATION
+
+
+@dataclass(kw_only=True)
+class AnnotationHeadConfig:
+    in_dim: int            # 2 * d_model of the backbone
+    hidden: int = 128
+    kernel_size: int = 9   # local conv: codon-scale context on top of the backbone
+    num_classes: int = NUM_CLASSES
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class AnnotationHead(nn.Module):
+    """``embed_BTE -> logits_BTC``; see the module docstring for the strand symmetry."""
+
+    def __init__(self, cfg: AnnotationHeadConfig):
+        super().__init__()
+        if cfg.kernel_size % 2 != 1:
+            raise ValueError(f"kernel_size must be odd, got {cfg.kernel_size}")
+        self.cfg = cfg
+        self.norm = nn.LayerNorm(cfg.in_dim)
+        self.conv = nn.Conv1d(cfg.in_dim, cfg.hidden, cfg.kernel_size, padding=cfg.kernel_size // 2)
+        self.out = nn.Linear(cfg.hidden, cfg.num_classes)
+        self.register_buffer("rc_perm", torch.tensor(RC_PERMUTATION), persistent=False)
+
+    def _score(self, e_BTE: torch.Tensor) -> torch.Tensor:
+        h = self.conv(self.norm(e_BTE).transpose(1, 2)).transpose(1, 2)
+        return self.out(F.gelu(h))
+
+    def forward(self, e_BTE: torch.Tensor) -> torch.Tensor:
+        half = e_BTE.shape[-1] // 2
+        e_rc = torch.cat([e_BTE[..., half:], e_BTE[..., :half]], -1).flip(1)  # what rc(x) embeds to
+        logits_rc = self._score(e_rc).flip(1)[..., self.rc_perm]
+        return 0.5 * (self._score(e_BTE) + logits_rc)
+
+
+def labels_from_tracks(tracks) -> np.ndarray:
+    """Per-base class ids from :class:`genoctx.io.annotation.LabelTracks` (IGNORE where unknown).
+
+    CDS wins over everything (the + strand over the - strand where both code), then rRNA, tRNA,
+    ncRNA, UTR, intron, intergenic, following the track's own class priority.
+    """
+    from genoctx.io.annotation import CLASSES as TRACK_CLASSES
+
+    L = tracks.length
+    y = np.zeros(L, dtype=np.int64)
+    strand = getattr(tracks, "feature_strand", None)
+    if strand is None:
+        strand = tracks.rna_strand
+    minus = np.asarray(strand) < 0
+    for name in ("intron", "UTR", "ncRNA", "tRNA", "rRNA"):  # lowest priority first
+        where = np.asarray(tracks.klass) == TRACK_CLASSES.index(name)
+        y[where & ~minus] = INDEX[f"{name}+"]
+        y[where & minus] = INDEX[f"{name}-"]
+    ph_m = np.asarray(tracks.cds_phase_minus)
+    ph_p = np.asarray(tracks.cds_phase_plus)
+    y[ph_m >= 0] = np.asarray(CDS_MINUS)[ph_m[ph_m >= 0]]
+    y[ph_p >= 0] = np.asarray(CDS_PLUS)[ph_p[ph_p >= 0]]
+    y[np.asarray(tracks.ignore, dtype=bool)] = IGNORE_INDEX
+    return y
+
+
+# ---- checkpoint: the backbone's files plus head.safetensors / head.json / head.safetensors.sha256
+
+HEAD_WEIGHTS, HEAD_CONFIG = "head.safetensors", "head.json"
+
+
+def save_annotation_model(directory, backbone, head: AnnotationHead) -> None:
+    """Write the backbone checkpoint and the head beside it (safetensors + sha256, no pickle)."""
+    import json
+    from pathlib import Path
+
+    from safetensors.torch import save_file
+
+    from genoctx.io.atomic import atomic_path
+    from genoctx.io.dataroot import sha256_file
+
+    directory = Path(directory)
+    backbone.save_pretrained(directory)
+    with atomic_path(directory / HEAD_WEIGHTS) as tmp:
+        save_file({k: v.detach().contiguous() for k, v in head.state_dict().items()}, str(tmp))
+    (directory / HEAD_CONFIG).write_text(json.dumps(head.cfg.to_dict(), indent=2) + "\n")
+    digest = sha256_file(directory / HEAD_WEIGHTS)
+    (directory / (HEAD_WEIGHTS + ".sha256")).write_text(f"{digest}  {HEAD_WEIGHTS}\n")
+
+
+def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="auto"):
+    """``(backbone, head)`` from a checkpoint directory or ``"embedded"``; sha256 checked."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from genoctx.errors import InputError
+    from genoctx.io.dataroot import sha256_file
+    from genoctx.model import checkpoint
+    from genoctx.model.model import GenoCtxModel
+
+    backbone = GenoCtxModel.from_pretrained(path_or_name, device=device, backend=backend)
+    directory = checkpoint.resolve_checkpoint(path_or_name)
+    wpath, cpath = directory / HEAD_WEIGHTS, directory / HEAD_CONFIG
+    if not wpath.is_file() or not cpath.is_file():
+        raise InputError(f"{directory} has no annotation head ({HEAD_WEIGHTS}, {HEAD_CONFIG}); "
+                         "train one with `genoctx train --recipe annotation`")
+    digest_file = directory / (HEAD_WEIGHTS + ".sha256")
+    expected = digest_file.read_text().split()[0] if digest_file.is_file() else None
+    if expected is None or sha256_file(wpath) != expected:
+        raise InputError(f"{wpath} does not match its sha256 file; the checkpoint is corrupt or "
+                         "was modified")
+    head = AnnotationHead(AnnotationHeadConfig(**json.loads(cpath.read_text())))
+    head.load_state_dict(load_file(str(wpath)))
+    return backbone, head.to(device).eval()
+
+
+def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: int = 8192,
+                  overlap: int = 1024, batch_size: int = 4, progress=None) -> np.ndarray:
+    """Per-base class probabilities ``[L, NUM_CLASSES]`` (float32) for one contig.
+
+    The contig is cut into windows of ``context`` bases overlapping by ``overlap``; each base
+    takes its probabilities from the window in which it lies farthest from an edge, so every
+    base keeps at least ``overlap // 2`` bases of context on both sides (except at contig ends).
+    """
+    from genoctx.tokenize.windows import Stitcher
+
+    L = len(ids)
+    context = min(context, L)
+    overlap = min(overlap, context - 1) if context < L else 0
+    stitcher = Stitcher(L, context, overlap)
+    spans = stitcher.windows
+    device = backbone.device
+    with torch.inference_mode():
+        i = 0
+        while i < len(spans):
+            n = spans[i][1] - spans[i][0]
+            j = i
+            while j < len(spans) and j - i < batch_size and spans[j][1] - spans[j][0] == n:
+                j += 1
+            batch = np.stack([ids[s:e] for s, e in spans[i:j]]).astype(np.int64)
+            emb = backbone.embed(torch.from_numpy(batch).to(device))
+            probs = torch.softmax(head(emb).float(), -1).cpu().numpy()
+            for k in range(i, j):
+                stitcher.add(k, probs[k - i])
+            if progress:
+                progress(sum(e - s for s, e in spans[i:j]))
+            i = j
+    return np.ascontiguousarray(stitcher.result(), dtype=np.float32)

@@ -1,0 +1,187 @@
+"""Training corpora read from the data root, behind the leakage guard.
+
+Every file is checked against ``MANIFEST.tsv`` by sha256 before it is opened
+(:func:`genoctx.io.dataroot.require_trainable`): a file whose role is ``validation`` or
+``benchmark`` — or that is not in the manifest at all — is refused, whatever its name or path.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import lzma
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from genoctx.errors import InputError
+from genoctx.heads.classes import IGNORE_INDEX
+from genoctx.io.dataroot import load_manifest, require_trainable, resolve_data_root, sha256_file
+from genoctx.tokenize import nucleotide as nt
+
+# Near-identical strains are weighted down so that they count about as one genome.
+DOWNWEIGHT = {"Chlamydia_trachomatis": 0.25, "Streptococcus_pyogenes": 0.5, "Neisseria_meningitidis": 0.5}
+
+
+@dataclass
+class Record:
+    """One contig ready for training: token ids and, for annotation, per-base labels."""
+
+    name: str
+    ids: np.ndarray                      # uint8 [L]
+    labels: np.ndarray | None = None     # int64 [L] class ids (heads.classes), IGNORE_INDEX where unknown
+    weight: float = 1.0
+    source: str = ""
+
+
+@dataclass
+class Corpus:
+    records: list[Record]
+    files: list[dict] = field(default_factory=list)  # path, sha256, role: the data manifest of the run
+
+    @property
+    def num_tokens(self) -> int:
+        return int(sum(len(r.ids) for r in self.records))
+
+
+def _weight(path: str) -> float:
+    name = Path(path).name
+    return next((w for key, w in DOWNWEIGHT.items() if name.startswith(key)), 1.0)
+
+
+def manifest_files(patterns: list[str], roles: set[str], data_root=None) -> list[str]:
+    """Manifest paths matching any glob in ``patterns`` whose role is in ``roles`` (sorted)."""
+    entries = load_manifest(data_root)
+    return sorted(p for p, e in entries.items()
+                  if e.role in roles and any(fnmatch.fnmatch(p, pat) for pat in patterns))
+
+
+def _guarded(rel: str, data_root) -> tuple[Path, dict]:
+    root = resolve_data_root(data_root)
+    path = root / rel
+    if not path.is_file():
+        raise InputError(f"training file {rel} is missing under {root}")
+    role = require_trainable(path, data_root)
+    return path, {"path": rel, "sha256": sha256_file(path), "role": role}
+
+
+def _read_xz_fasta(path: Path) -> list[tuple[str, bytes]]:
+    records, name, chunks = [], None, []
+    with lzma.open(path, "rb") as fh:
+        for line in fh:
+            if line.startswith(b">"):
+                if name is not None:
+                    records.append((name, b"".join(chunks)))
+                name, chunks = line[1:].split()[0].decode(), []
+            else:
+                chunks.append(line.strip())
+    if name is not None:
+        records.append((name, b"".join(chunks)))
+    return records
+
+
+def read_sequences(path: Path) -> list[tuple[str, bytes]]:
+    """(name, sequence) for GenBank, FASTA (plain/gzip/bgzip) or xz-compressed FASTA."""
+    name = path.name.lower()
+    if name.endswith(".xz"):
+        return _read_xz_fasta(path)
+    if any(name.endswith(s) for s in (".gb", ".gbk", ".gbff", ".gb.gz", ".gbk.gz", ".gbff.gz")):
+        from genoctx.io.annotation import read_sequences_genbank
+
+        return list(read_sequences_genbank(path))
+    from genoctx.io.fasta import iter_records
+
+    return list(iter_records(path))
+
+
+def labels_from_tracks(tracks) -> np.ndarray:
+    """Per-base class ids (:mod:`genoctx.heads.classes`) from :class:`genoctx.io.annotation.LabelTracks`."""
+    from genoctx.heads.annotation import labels_from_tracks as _impl
+
+    return _impl(tracks)
+
+
+def lm_corpus(data_root=None) -> Corpus:
+    """Train and pretrain-only genomes for nucleotide language-model pretraining."""
+    rels = manifest_files(["genomes/bacteria/*", "genomes/unannotated/*", "genomes/eukaryote_chunks/*.fa.gz"],
+                          {"train", "pretrain-only"}, data_root)
+    records, files = [], []
+    for rel in rels:
+        path, info = _guarded(rel, data_root)
+        files.append(info)
+        for name, seq in read_sequences(path):
+            records.append(Record(name=name, ids=nt.encode(seq), weight=_weight(rel), source=rel))
+    return Corpus(records, files)
+
+
+def annotation_corpus(data_root=None) -> Corpus:
+    """Train-role annotated genomes with per-base labels (bacteria GenBank; eukaryote FASTA + GFF)."""
+    from genoctx.io.annotation import label_tracks, read_features
+
+    records, files = [], []
+    for rel in manifest_files(["genomes/bacteria/*.gbff.gz"], {"train"}, data_root):
+        path, info = _guarded(rel, data_root)
+        files.append(info)
+        seqs = read_sequences(path)
+        tracks = label_tracks(read_features(path), {n: len(s) for n, s in seqs})
+        for name, seq in seqs:
+            records.append(Record(name, nt.encode(seq), labels_from_tracks(tracks[name]),
+                                  _weight(rel), rel))
+    for rel in manifest_files(["genomes/eukaryote_chunks/*.gff.gz"], {"train"}, data_root):
+        fa_rel = rel.replace(".gff.gz", ".fa.gz")
+        gff_path, gff_info = _guarded(rel, data_root)
+        fa_path, fa_info = _guarded(fa_rel, data_root)
+        files += [gff_info, fa_info]
+        seqs = read_sequences(fa_path)
+        tracks = label_tracks(read_features(gff_path), {n: len(s) for n, s in seqs})
+        for name, seq in seqs:
+            if name in tracks:
+                records.append(Record(name, nt.encode(seq), labels_from_tracks(tracks[name]), 1.0, fa_rel))
+    return Corpus(records, files)
+
+
+class WindowSampler:
+    """Deterministic random windows over a corpus, weighted by length × record weight.
+
+    Each sample picks a record, a start, and a strand; on the minus strand the tokens are
+    reverse-complemented and the labels flipped and strand-swapped (``classes.RC_PERMUTATION``).
+    """
+
+    def __init__(self, corpus: Corpus, length: int, seed: int):
+        self.corpus, self.length = corpus, length
+        usable = [r for r in corpus.records if len(r.ids) >= length]
+        if not usable:
+            raise InputError(f"no training record is at least {length} bases long")
+        self.records = usable
+        w = np.array([len(r.ids) * r.weight for r in usable], dtype=np.float64)
+        self.p = w / w.sum()
+        self.rng = np.random.default_rng(seed)
+
+    def state(self) -> dict:
+        return self.rng.bit_generator.state
+
+    def set_state(self, state: dict) -> None:
+        self.rng.bit_generator.state = state
+
+    def sample(self, batch: int) -> tuple[np.ndarray, np.ndarray | None]:
+        from genoctx.heads.classes import RC_PERMUTATION
+
+        perm = np.asarray(RC_PERMUTATION, dtype=np.int64)
+        ids = np.empty((batch, self.length), dtype=np.int64)
+        labels = None
+        if self.records[0].labels is not None:
+            labels = np.empty((batch, self.length), dtype=np.int64)
+        for b in range(batch):
+            r = self.records[self.rng.choice(len(self.records), p=self.p)]
+            s = int(self.rng.integers(0, len(r.ids) - self.length + 1))
+            x = r.ids[s:s + self.length].astype(np.int64)
+            y = None if labels is None else r.labels[s:s + self.length].astype(np.int64)
+            if self.rng.random() < 0.5:
+                x = nt.COMPLEMENT[x[::-1]].astype(np.int64)
+                if y is not None:
+                    y = y[::-1]
+                    y = np.where(y == IGNORE_INDEX, IGNORE_INDEX, perm[np.clip(y, 0, None)])
+            ids[b] = x
+            if labels is not None:
+                labels[b] = y
+        return ids, labels

@@ -1,0 +1,220 @@
+"""A small, deterministic, resumable training loop (one device).
+
+A run directory holds ``state/`` (model, optimizer and sampler state; safetensors + JSON, no
+pickle), ``loss.csv`` (one row per logged step), ``loss.png`` and ``run.json`` (the exact
+command, the data manifest of every input file with its sha256, settings, final metrics).
+Re-running the same command resumes from ``state/`` and reaches the same result as an
+uninterrupted run (same seeds, same sampler stream, same step count).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from genoctx.io.atomic import atomic_path
+from genoctx.progress import progress_bar
+
+
+@dataclass(kw_only=True)
+class LoopConfig:
+    steps: int
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup: int = 100
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    log_every: int = 10
+    ckpt_every: int = 100
+    seed: int = 0
+    threads: int | None = None
+    stop_after: int | None = None  # end early (time budget) on the schedule of `steps`
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    final_loss: float
+    wall_s: float
+    history: list[dict] = field(default_factory=list)
+
+
+def lr_at(step: int, cfg: LoopConfig) -> float:
+    """Linear warm-up, then cosine decay to ``min_lr_ratio * lr``."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def _optimizer(model: torch.nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.ndim < 2 or "norm" in name or "bias" in name else decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8)
+
+
+def _save_state(state_dir: Path, model, opt, step: int, extra: dict) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    osd = opt.state_dict()
+    for pid, st in osd["state"].items():
+        for k, v in st.items():
+            t = v if torch.is_tensor(v) else torch.tensor(v)
+            tensors[f"opt.{pid}.{k}"] = t.detach().contiguous()
+    with atomic_path(state_dir / "state.safetensors") as tmp:
+        save_file(tensors, str(tmp))
+    meta = {"step": step, "param_groups": osd["param_groups"], **extra}
+    with atomic_path(state_dir / "state.json") as tmp:
+        tmp.write_text(json.dumps(meta, default=_json_default))
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(type(o))
+
+
+def _load_state(state_dir: Path, model, opt) -> dict | None:
+    if not (state_dir / "state.json").is_file():
+        return None
+    meta = json.loads((state_dir / "state.json").read_text())
+    tensors = load_file(str(state_dir / "state.safetensors"))
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    state: dict = {}
+    for k, v in tensors.items():
+        if k.startswith("opt."):
+            _, pid, name = k.split(".", 2)
+            state.setdefault(int(pid), {})[name] = v
+    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    return meta
+
+
+def plot_losses(csv_path: Path, png_path: Path, title: str) -> None:
+    """Loss curve(s) from ``loss.csv`` (every numeric column but step/lr/time)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(csv_path) as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows:
+        return
+    keys = [k for k in rows[0] if k not in ("step", "lr", "elapsed_s", "tokens")]
+    steps = [int(r["step"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k in keys:
+        ax.plot(steps, [float(r[k]) for r in rows], label=k)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(png_path) as tmp:
+        fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+
+
+def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, run_dir: Path,
+               cfg: LoopConfig, *, title: str, quiet: bool = False) -> TrainResult:
+    """Run ``cfg.steps`` optimisation steps; ``step_fn(step)`` returns {"loss": tensor, ...metrics}.
+
+    Resumes from ``run_dir/state`` when present. The sampler must expose ``state()`` and
+    ``set_state()`` so that a resumed run draws the same batches.
+    """
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    opt = _optimizer(model, cfg)
+    state_dir, csv_path = run_dir / "state", run_dir / "loss.csv"
+    meta = _load_state(state_dir, model, opt)
+    start = 0
+    if meta is not None:
+        start = meta["step"]
+        sampler.set_state(meta["sampler"])
+        torch.set_rng_state(torch.tensor(meta["torch_rng"], dtype=torch.uint8))
+        _truncate_csv(csv_path, start)
+    elif csv_path.exists():
+        csv_path.unlink()
+    t0, last, history = time.time(), float("nan"), []
+    model.train()
+    end = cfg.steps if cfg.stop_after is None else min(cfg.steps, cfg.stop_after)
+    with progress_bar(title, total=end, quiet=quiet) as bar:
+        bar.advance(start)
+        for step in range(start, end):
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, cfg)
+            out = step_fn(step)
+            opt.zero_grad(set_to_none=True)
+            out["loss"].backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            last = float(out["loss"].detach())
+            if not math.isfinite(last):
+                raise FloatingPointError(f"loss became {last} at step {step}; lower --lr")
+            if (step + 1) % cfg.log_every == 0 or step + 1 == end:
+                row = {"step": step + 1, "lr": f"{lr_at(step, cfg):.3e}",
+                       "elapsed_s": f"{time.time() - t0:.1f}",
+                       **{k: f"{float(v.detach()):.5f}" for k, v in out.items()}}
+                _append_csv(csv_path, row)
+                history.append(row)
+            if (step + 1) % cfg.ckpt_every == 0 or step + 1 == end:
+                _save_state(state_dir, model, opt, step + 1,
+                            {"sampler": sampler.state(), "torch_rng": torch.get_rng_state().tolist()})
+            bar.advance(1)
+    if csv_path.exists():
+        plot_losses(csv_path, run_dir / "loss.png", title)
+    if start >= end and history == [] and csv_path.exists():  # resumed at the end: report it
+        with open(csv_path) as fh:
+            rows = list(csv.DictReader(fh))
+        last = float(rows[-1]["loss"]) if rows else last
+    return TrainResult(end, last, time.time() - t0, history)
+
+
+def _append_csv(path: Path, row: dict) -> None:
+    new = not path.exists()
+    with open(path, "a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def _truncate_csv(path: Path, step: int) -> None:
+    if not path.exists():
+        return
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    path.unlink()
+    for r in rows:
+        if int(r["step"]) <= step:
+            _append_csv(path, r)
+
+
+def command_line() -> str:
+    """The command that started this process, for the run record."""
+    return " ".join([Path(sys.argv[0]).name] + sys.argv[1:]) if sys.argv else ""
+
+
+def loop_config_dict(cfg: LoopConfig) -> dict:
+    return asdict(cfg) | {"torch": torch.__version__, "pid_threads": torch.get_num_threads(),
+                          "cpu_count": os.cpu_count()}

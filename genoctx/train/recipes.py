@@ -1,0 +1,174 @@
+"""Training recipes, run as ``genoctx train --recipe NAME``.
+
+* ``lm`` — nucleotide language-model pretraining of the ``tiny`` flavour on the train and
+  pretrain-only genomes (next-token cross-entropy + router losses).
+* ``annotation`` — the per-base annotation head (:mod:`genoctx.heads.annotation`) on train-role
+  annotations, fine-tuning the backbone from an ``lm`` run (``--init``).
+
+Every input file passes the leakage guard (:mod:`genoctx.train.corpus`). A run directory ends
+with ``export/``: the checkpoint that ``--model PATH`` (or, copied to ``genoctx/weights``, the
+embedded default) loads, with ``TRAINING.json`` recording the command, every input file's sha256
+and the settings.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from genoctx.errors import InputError
+from genoctx.heads.annotation import AnnotationHead, AnnotationHeadConfig
+from genoctx.heads.classes import IGNORE_INDEX, NUM_CLASSES
+from genoctx.io.atomic import atomic_path
+from genoctx.model.model import BOS_ID, GenoCtxModel
+from genoctx.train import corpus as corpus_mod
+from genoctx.train.loop import LoopConfig, command_line, train_loop
+
+
+@dataclass(kw_only=True)
+class Recipe:
+    name: str
+    flavour: str = "tiny"
+    seq_len: int = 2048
+    batch_size: int = 8
+    loop: LoopConfig
+
+
+RECIPES: dict[str, Recipe] = {
+    "lm": Recipe(name="lm", seq_len=1024, batch_size=8,
+                 loop=LoopConfig(steps=120, lr=3e-3, warmup=20, ckpt_every=20)),
+    "annotation": Recipe(name="annotation", seq_len=1024, batch_size=4,
+                         loop=LoopConfig(steps=400, lr=1e-3, warmup=30, ckpt_every=20)),
+}
+
+
+LM_WEIGHT = 0.5  # the annotation recipe keeps training the language model on the same passes
+
+
+def get_recipe(name: str, **overrides) -> Recipe:
+    if name not in RECIPES:
+        raise InputError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
+    r = RECIPES[name]
+    loop_over = {k: v for k, v in overrides.items() if k in LoopConfig.__dataclass_fields__ and v is not None}
+    rec_over = {k: v for k, v in overrides.items() if k in Recipe.__dataclass_fields__ and v is not None}
+    return replace(r, loop=replace(r.loop, **loop_over), **rec_over)
+
+
+def embed_and_lm(model: GenoCtxModel, tokens_BT: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Differentiable :meth:`GenoCtxModel.embed` plus the LM loss of the same two passes.
+
+    Returns ``(embed [B, T, 2D] = [h_fwd, h_rc], lm_loss)``: the forward and reverse-complement
+    passes that build the embedding are also next-token predictions, so the language-model
+    objective costs nothing extra and keeps the backbone a language model while the head trains.
+    """
+    from genoctx.tokenize.nucleotide import reverse_complement
+
+    B = tokens_BT.shape[0]
+    seqs = torch.cat([tokens_BT, reverse_complement(tokens_BT, dim=1)], 0)  # [2B, T]
+    inp = torch.cat([torch.full_like(seqs[:, :1], BOS_ID), seqs], 1)        # [2B, T+1]
+    h = model.hidden_train(inp)                                              # [2B, T+1, D]
+    logits = model.lm_head(h[:, :-1])
+    lm = F.cross_entropy(logits.float().flatten(0, 1), seqs.flatten())
+    h = h[:, 1:]
+    return torch.cat([h[:B], h[B:].flip(1)], -1), lm
+
+
+class AnnotationModel(torch.nn.Module):
+    """Backbone + annotation head: ``tokens [B, T] -> (logits [B, T, NUM_CLASSES], lm_loss)``."""
+
+    def __init__(self, backbone: GenoCtxModel, head: AnnotationHead):
+        super().__init__()
+        self.backbone, self.head = backbone, head
+
+    def forward(self, tokens_BT: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        emb, lm = embed_and_lm(self.backbone, tokens_BT)
+        return self.head(emb), lm
+
+
+def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict) -> None:
+    record = {
+        "recipe": recipe.name, "command": command_line(), "flavour": recipe.flavour,
+        "seq_len": recipe.seq_len, "batch_size": recipe.batch_size, "loop": asdict(recipe.loop),
+        "steps_done": recipe.loop.steps if recipe.loop.stop_after is None
+        else min(recipe.loop.steps, recipe.loop.stop_after),
+        "corpus_tokens": corpus.num_tokens, "data_files": corpus.files,
+        "torch": torch.__version__, "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **extra,
+    }
+    with atomic_path(run_dir / "run.json") as tmp:
+        tmp.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False) -> Path:
+    """Pretrain the backbone; returns the export directory."""
+    corpus = corpus_mod.lm_corpus(data_root)
+    torch.manual_seed(recipe.loop.seed)
+    model = GenoCtxModel.from_config(recipe.flavour, backend="auto")
+    sampler = corpus_mod.WindowSampler(corpus, recipe.seq_len, seed=recipe.loop.seed)
+
+    def step(_: int) -> dict:
+        ids, _ = sampler.sample(recipe.batch_size)
+        return model.lm_loss(torch.from_numpy(ids))
+
+    res = train_loop(model, step, sampler, run_dir, recipe.loop, title="lm pretraining", quiet=quiet)
+    export = run_dir / "export"
+    model.eval().save_pretrained(export)
+    _write_run_record(run_dir, recipe, corpus, {"final_loss": res.final_loss, "wall_s": res.wall_s})
+    shutil.copy(run_dir / "run.json", export / "TRAINING.json")
+    return export
+
+
+def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
+                   quiet: bool = False) -> Path:
+    """Train the annotation head (and fine-tune the backbone) on train-role annotations."""
+    corpus = corpus_mod.annotation_corpus(data_root)
+    torch.manual_seed(recipe.loop.seed)
+    if init is not None:
+        backbone = GenoCtxModel.from_pretrained(init, backend="auto")
+    else:
+        backbone = GenoCtxModel.from_config(recipe.flavour, backend="auto")
+    head = AnnotationHead(AnnotationHeadConfig(in_dim=2 * backbone.config.d_model))
+    model = AnnotationModel(backbone, head)
+    sampler = corpus_mod.WindowSampler(corpus, recipe.seq_len, seed=recipe.loop.seed)
+    weights = class_weights(corpus)
+
+    def step(_: int) -> dict:
+        ids, labels = sampler.sample(recipe.batch_size)
+        logits, lm = model(torch.from_numpy(ids))
+        ce = F.cross_entropy(logits.flatten(0, 1), torch.from_numpy(labels).flatten(),
+                             weight=weights, ignore_index=IGNORE_INDEX)
+        aux = backbone.aux_loss()
+        return {"loss": ce + LM_WEIGHT * lm + aux, "ce": ce, "lm": lm, "aux": aux}
+
+    res = train_loop(model, step, sampler, run_dir, recipe.loop, title="annotation head", quiet=quiet)
+    export = run_dir / "export"
+    from genoctx.heads.annotation import save_annotation_model
+
+    save_annotation_model(export, backbone.eval(), head.eval())
+    _write_run_record(run_dir, recipe, corpus, {"final_loss": res.final_loss, "wall_s": res.wall_s,
+                                                "init": str(init) if init else None})
+    shutil.copy(run_dir / "run.json", export / "TRAINING.json")
+    return export
+
+
+def class_weights(corpus) -> torch.Tensor:
+    """Inverse square-root class frequencies (rare RNA classes still count), mean 1."""
+    counts = np.zeros(NUM_CLASSES, dtype=np.float64)
+    for r in corpus.records:
+        y = r.labels[r.labels != IGNORE_INDEX]
+        counts += np.bincount(y, minlength=NUM_CLASSES)[:NUM_CLASSES]
+    # both strands are sampled: fold each class with its reverse-complement partner
+    from genoctx.heads.classes import RC_PERMUTATION
+
+    counts = counts + counts[list(RC_PERMUTATION)]
+    w = 1.0 / np.sqrt(np.maximum(counts, 1.0))
+    w[counts == 0] = 0.0
+    w = w / w[w > 0].mean()
+    return torch.tensor(w, dtype=torch.float32)

@@ -1,0 +1,102 @@
+"""Ship a trained run as the embedded default checkpoint (``genoctx/weights/``).
+
+Copies the export directory (safetensors + config + sha256 files + TRAINING.json), checks every
+sha256 again, and writes ``README.md`` beside the weights with the exact training commands, the
+sha256 of every input file, and the validation metrics when given.
+
+Run: ``python -m genoctx.train.ship runs/annotation/export --lm-run runs/lm
+--metrics results/eval/annotation-bacteria/metrics.json``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+from genoctx.heads.annotation import load_annotation_model
+from genoctx.model import checkpoint
+
+MAX_BYTES = 25 * 1024 * 1024
+
+
+def _with_wall(record: dict, run_dir: Path) -> dict:
+    """Training wall time from loss.csv (a resumed run's own record only counts its last part)."""
+    import csv
+
+    path = run_dir / "loss.csv"
+    if path.is_file():
+        with open(path) as fh:
+            rows = list(csv.DictReader(fh))
+        if rows:
+            record["wall_s"] = max(record["wall_s"], float(rows[-1]["elapsed_s"]))
+    return record
+
+
+def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) -> None:
+    load_annotation_model(export)  # verifies both sha256 files and that the weights load
+    files = sorted(p for p in export.iterdir() if p.is_file())
+    size = sum(p.stat().st_size for p in files)
+    if size > MAX_BYTES:
+        raise SystemExit(f"export is {size / 2**20:.1f} MiB; the embedded default must be <= 25 MiB")
+    for p in dest.glob("*"):
+        if p.is_file() and p.name != "__init__.py":
+            p.unlink()
+    for p in files:
+        shutil.copy2(p, dest / p.name)
+    runs = [_with_wall(json.loads((export / "TRAINING.json").read_text()), export.parent)]
+    if lm_run is not None:
+        runs.insert(0, _with_wall(json.loads((lm_run / "run.json").read_text()), lm_run))
+        shutil.copy2(lm_run / "run.json", dest / "TRAINING_lm.json")
+    lines = ["# The embedded default checkpoint", "",
+             "Trained by this project's own code from the train-role data of the data manifest; "
+             "loaded by `genoctx annotate` / `--model embedded` after checking each sha256.", "",
+             "## How it was trained (exact commands, in order)", ""]
+    for r in runs:
+        lines += [f"- `{r['command']}` — recipe `{r['recipe']}`, {r.get('steps_done', r['loop']['steps'])} of {r['loop']['steps']} scheduled steps of "
+                  f"{r['batch_size']} × {r['seq_len']} bases, final loss {r['final_loss']:.4f}, "
+                  f"{r['wall_s'] / 60:.1f} min on {r['loop'].get('threads') or 'all'} CPU threads"]
+    lines += ["", "## Input files (sha256, role)", ""]
+    seen = set()
+    for r in runs:
+        for f in r["data_files"]:
+            if f["path"] not in seen:
+                seen.add(f["path"])
+                lines.append(f"- `{f['path']}` `{f['sha256']}` ({f['role']})")
+    lines += ["", "## Files", ""]
+    for p in files:
+        lines.append(f"- `{p.name}` ({p.stat().st_size:,} bytes)")
+    digest = checkpoint.verify_digest(dest)
+    lines += ["", f"model.safetensors sha256: `{digest}`", ""]
+    if metrics is not None:
+        m = json.loads(metrics.read_text())
+        shutil.copy2(metrics, dest / "VALIDATION.json")
+        lines += ["## Validation (held-out genomes; `VALIDATION.json`)", "",
+                  f"Command: `{m.get('command', '')}`", "",
+                  "| genome | caller | sensitivity | precision | F1 | start agreement |",
+                  "|---|---|---|---|---|---|"]
+        for genome, row in m["genomes"].items():
+            for caller, v in row.items():
+                if isinstance(v, dict) and "sensitivity" in v:
+                    lines.append(f"| {genome} | {caller} | {v['sensitivity']:.4f} | "
+                                 f"{v['precision']:.4f} | {v['f1']:.4f} | {v['start_agreement']:.4f} |")
+            if "per_base_cds" in row:
+                pb = row["per_base_cds"]
+                lines.append(f"| {genome} | model per-base CDS | F1 {pb.get('f1', float('nan')):.4f} | "
+                             f"MCC {pb.get('mcc', float('nan')):.4f} | | |")
+    (dest / "README.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("export", type=Path)
+    ap.add_argument("--dest", type=Path, default=checkpoint.embedded_dir())
+    ap.add_argument("--lm-run", type=Path, default=None)
+    ap.add_argument("--metrics", type=Path, default=None)
+    a = ap.parse_args(argv)
+    ship(a.export, a.dest, a.lm_run, a.metrics)
+
+
+if __name__ == "__main__":
+    main()

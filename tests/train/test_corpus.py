@@ -1,0 +1,69 @@
+"""The leakage guard: validation and benchmark files never enter training, whatever their name."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from genoctx.errors import DataRoleError
+from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, IGNORE_INDEX, RC_PERMUTATION
+from genoctx.io.dataroot import load_manifest, require_trainable
+from genoctx.train import corpus as corpus_mod
+from genoctx.tokenize import nucleotide as nt
+
+
+def test_validation_and_benchmark_files_are_refused(data_root):
+    for rel in ("genomes/bacteria/Brucella_melitensis_16M.gbff.gz",
+                "genomes/eukaryote_chunks/C.elegans.fa.gz",
+                "variants/brca1_sge/NG_005905.2_BRCA1_RefSeqGene.fasta.gz"):
+        with pytest.raises(DataRoleError, match="role"):
+            require_trainable(data_root / rel, data_root)
+    assert require_trainable(data_root / "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz",
+                             data_root) == "train"
+
+
+def test_a_renamed_copy_keeps_its_role(data_root, tmp_path):
+    copy = tmp_path / "my_training_genome.gbff.gz"
+    shutil.copy(data_root / "genomes/bacteria/Haemophilus_influenzae_Rd_KW20.gbff.gz", copy)
+    with pytest.raises(DataRoleError, match="validation"):
+        require_trainable(copy, data_root)
+
+
+def test_files_outside_the_manifest_are_refused(data_root, example_fasta, tmp_path):
+    own = tmp_path / "mine.fa"
+    own.write_text(">x\nACGTACGT\n")
+    with pytest.raises(DataRoleError, match="not in the data manifest"):
+        require_trainable(own, data_root)
+
+
+def test_corpus_file_lists_hold_only_trainable_roles(data_root):
+    manifest = load_manifest(data_root)
+    lm = corpus_mod.manifest_files(["genomes/*"], {"train", "pretrain-only"}, data_root)
+    assert lm and all(manifest[p].role in {"train", "pretrain-only"} for p in lm)
+    assert not any("Brucella" in p or "Haemophilus" in p or "elegans" in p for p in lm)
+
+
+def test_sampler_reverse_complement_swaps_strands(example_fasta):
+    seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])
+    ids = nt.encode(seq)
+    labels = np.zeros(len(ids), dtype=np.int64)
+    labels[100:400] = np.asarray(CDS_PLUS)[np.arange(300) % 3]
+    labels[500:510] = IGNORE_INDEX
+    corpus = corpus_mod.Corpus([corpus_mod.Record("pPCP1", ids, labels)])
+    sampler = corpus_mod.WindowSampler(corpus, len(ids), seed=3)
+    seen = set()
+    for _ in range(8):
+        x, y = sampler.sample(1)
+        x, y = x[0], y[0]
+        if (x == ids).all():
+            assert (y == labels).all()
+            seen.add("+")
+        else:
+            assert (x == nt.COMPLEMENT[ids[::-1]]).all()
+            flipped = labels[::-1]
+            expect = np.where(flipped == IGNORE_INDEX, IGNORE_INDEX,
+                              np.asarray(RC_PERMUTATION)[np.clip(flipped, 0, None)])
+            assert (y == expect).all()
+            assert set(np.unique(y[y > 0])) <= set(CDS_MINUS)
+            seen.add("-")
+    assert seen == {"+", "-"}

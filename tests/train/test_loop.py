@@ -1,0 +1,64 @@
+"""The training loop is deterministic and resumes to the same result."""
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+
+from genoctx.model.config import get_config
+from genoctx.model.model import GenoCtxModel
+from genoctx.train import corpus as corpus_mod
+from genoctx.train.loop import LoopConfig, lr_at, train_loop
+from genoctx.tokenize import nucleotide as nt
+
+SMALL = dict(d_model=32, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=16,
+             num_experts=4, top_k=2, expert_dim=32)
+
+
+def _run(run_dir, example_fasta, steps, total):
+    seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])
+    corpus = corpus_mod.Corpus([corpus_mod.Record("pPCP1", nt.encode(seq))])
+    sampler = corpus_mod.WindowSampler(corpus, 256, seed=0)
+    torch.manual_seed(0)
+    model = GenoCtxModel.from_config(get_config("tiny", **SMALL), backend="torch")
+    cfg = LoopConfig(steps=total, lr=1e-3, warmup=2, log_every=1, ckpt_every=1)
+
+    def step(_):
+        ids, _ = sampler.sample(2)
+        return model.lm_loss(torch.from_numpy(ids))
+
+    if steps < total:  # simulate an interruption after `steps`
+        class Stop(Exception):
+            pass
+
+        def interrupted(i):
+            if i == steps:
+                raise Stop
+            return step(i)
+
+        try:
+            train_loop(model, interrupted, sampler, run_dir, cfg, title="t", quiet=True)
+        except Stop:
+            pass
+        torch.manual_seed(123)  # a resumed process starts from another RNG state
+        model = GenoCtxModel.from_config(get_config("tiny", **SMALL), backend="torch")
+        sampler.set_state(np.random.default_rng(99).bit_generator.state)
+    return train_loop(model, step, sampler, run_dir, cfg, title="t", quiet=True), model
+
+
+def test_resume_matches_uninterrupted_run(tmp_path, example_fasta):
+    res_a, model_a = _run(tmp_path / "a", example_fasta, 4, 4)
+    res_b, model_b = _run(tmp_path / "b", example_fasta, 2, 4)
+    for (k, va), (_, vb) in zip(model_a.state_dict().items(), model_b.state_dict().items()):
+        assert torch.equal(va, vb), k
+    assert res_a.final_loss == res_b.final_loss
+    assert (tmp_path / "b" / "loss.csv").read_text() .count("\n") == 5  # header + 4 steps
+    assert (tmp_path / "b" / "loss.png").stat().st_size > 0
+    state = load_file(str(tmp_path / "b" / "state" / "state.safetensors"))
+    assert any(k.startswith("opt.") for k in state)
+
+
+def test_learning_rate_schedule():
+    cfg = LoopConfig(steps=100, lr=1.0, warmup=10, min_lr_ratio=0.1)
+    assert lr_at(0, cfg) == 0.1 and lr_at(9, cfg) == 1.0
+    assert abs(lr_at(99, cfg) - 0.1) < 1e-3
+    assert all(lr_at(i, cfg) >= lr_at(i + 1, cfg) for i in range(10, 99))
