@@ -72,7 +72,7 @@ def worker(task: str, n: int, threads: int, segment_len: int) -> dict:
     out = fn(tokens, segment_len=segment_len)
     wall = time.perf_counter() - t0
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    assert torch.isfinite(out.sum(dtype=torch.float64))  # NaN/inf propagate; no 1 GB temporary
+    assert torch.isfinite(out.sum())  # NaN/inf propagate; no temporary the size of ``out``
     cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
     return {"task": task, "tokens": n, "threads": threads, "segment_len": segment_len,
             "wall_s": wall, "cpu_s": cpu, "tokens_per_s": n / wall, "output_shape": list(out.shape),

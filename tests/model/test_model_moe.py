@@ -92,3 +92,18 @@ def test_grouped_mm_matches_reference_with_empty_experts():
     w5 = torch.randn(4, 5, 3, generator=gen)
     torch.testing.assert_close(grouped_mm_torch(odd, w5, counts),
                                grouped_mm_reference(odd, w5, counts))
+
+
+def test_cpu_inference_chunks_give_the_same_result(monkeypatch):
+    import genoctx.model.moe as moe_module
+
+    m = _moe()
+    x = torch.randn(2, 45, 32)
+    ops = moe_ops("torch", x.device)
+    whole = m(x, ops=ops).detach()  # grad enabled: one dispatch
+    stats = m.stats
+    monkeypatch.setattr(moe_module, "CPU_CHUNK_BYTES", 4 * 2 * 2 * 16 * 7)  # 7 tokens a chunk
+    with torch.no_grad():
+        chunked = m(x, ops=ops)
+    torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-6)
+    assert m.stats == stats
