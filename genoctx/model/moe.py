@@ -28,7 +28,6 @@ from genoctx.kernels.moe.reference import grouped_mm_reference, moe_permute, moe
 from genoctx.model.attention import check_backend, triton_op
 from genoctx.model.config import ModelConfig
 
-
 CPU_CHUNK_BYTES = 16 << 20  # largest routed-row temporary in CPU inference (gate ‖ up rows)
 
 
