@@ -22,8 +22,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(
 
 from _report import machine, md_table, write_section
 
+from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
 from genoctx.eval.metrics import gene_metrics
-from genoctx.heads.decoder import GeneCall, call_genes_multi
+from genoctx.heads.decoder import call_genes_multi
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.dataroot import load_manifest, resolve_data_root
 
@@ -41,14 +42,8 @@ def run_genoctx(records):
 
 
 def run_prodigal(records):
-    import pyrodigal
-
     t0, c0 = time.perf_counter(), time.process_time()
-    finder = pyrodigal.GeneFinder(closed=False)
-    finder.train(*[s for _, s in records])
-    calls = [GeneCall(cid, g.begin - 1, g.end, g.strand, g.confidence() / 100.0, g.start_type,
-                      (bool(g.partial_begin), bool(g.partial_end)))
-             for cid, s in records for g in finder.find_genes(s)]
+    calls = prodigal_calls(records)
     return calls, time.perf_counter() - t0, time.process_time() - c0
 
 

@@ -78,13 +78,18 @@ def load_manifest(data_root: str | Path | None = None) -> dict[str, ManifestEntr
     return _load_manifest(str(path.resolve()))
 
 
-@functools.lru_cache(maxsize=256)
-def _sha256_cached(path: str, size: int, mtime: float) -> str:
+def sha256_uncached(path: str | Path) -> str:
+    """Hex sha256 of a file, always read afresh (checkpoint checks use this: no cache)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_cached(path: str, size: int, mtime: float) -> str:
+    return sha256_uncached(path)
 
 
 def sha256_file(path: str | Path) -> str:

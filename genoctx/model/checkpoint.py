@@ -7,7 +7,6 @@ the checkpoint shipped inside the package (``genoctx/weights/``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from safetensors.torch import load_file, save_file
 from genoctx import __version__
 from genoctx.errors import GenoctxError, InputError
 from genoctx.io.atomic import atomic_path
+from genoctx.io.dataroot import sha256_uncached
 from genoctx.model.config import ModelConfig
 
 WEIGHTS_NAME = "model.safetensors"
@@ -37,11 +37,7 @@ def embedded_dir() -> Path:
 
 def file_sha256(path: str | Path) -> str:
     """Hex sha256 of a file, always read afresh (no cache: this guards against tampering)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_uncached(path)
 
 
 def resolve_checkpoint(path_or_name: str | Path) -> Path:
