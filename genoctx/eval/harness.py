@@ -1,0 +1,333 @@
+"""The evaluation harness: one contract for every benchmark, a manifest, and the report.
+
+A benchmark is a module in :mod:`genoctx.eval.benchmarks` with
+
+- ``NAME`` (the CLI name, e.g. ``"brca1-sge"``) and ``DESCRIPTION`` (one line);
+- ``run(ctx: BenchContext) -> BenchResult``.
+
+Benchmarks open data only through :meth:`BenchContext.data_file`, which refuses any file whose
+manifest role is not ``validation`` or ``benchmark`` (evaluating on training data would flatter
+the model) and records the file's sha256 for the manifest. Metrics must be deterministic for a
+given model, data and seed: ``--check-reproducible`` runs everything twice and compares them.
+
+``run_benchmarks`` writes, under ``out``:
+
+- ``metrics.json``: ``{"manifest": {...}, "benchmarks": {NAME: metrics}}``;
+- ``report.md``: one table of every headline number with its anchor, then each benchmark's notes
+  and plots;
+- the PNG plots each benchmark wrote into ``out/NAME/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from genoctx.errors import InputError
+from genoctx.io.dataroot import HELD_OUT_ROLES, require_role, resolve_data_root, sha256_file
+
+# CLI name -> module under genoctx.eval.benchmarks, in report order.
+BENCHMARKS: dict[str, str] = {
+    "annotation-bacteria": "annotation_bacteria",
+    "annotation-eukaryote": "annotation_eukaryote",
+    "brca1-sge": "brca1_sge",
+    "mpra-saturation": "mpra_saturation",
+    "promoters": "promoters",
+    "dnabert-promoter": "dnabert_promoter",
+}
+
+# Manifest keys that legitimately differ between two identical runs.
+VOLATILE_KEYS = frozenset({"wall_s", "started", "finished", "command", "out"})
+
+
+@dataclass
+class Row:
+    """One headline number for the report table."""
+
+    dataset: str
+    method: str
+    metric: str
+    value: float | None
+    anchor: str = ""  # e.g. "Prodigal 0.927 (run here)" or "Evo 2 7B 0.891 (published)"
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class BenchResult:
+    """What a benchmark returns: JSON-able metrics, headline rows, plots and notes."""
+
+    metrics: dict[str, Any]
+    rows: list[Row] = field(default_factory=list)
+    plots: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BenchContext:
+    """Everything a benchmark needs: data (role-checked), the model, an output folder, a seed.
+
+    ``model`` is ``"embedded"``, a checkpoint directory, or None for baselines only. ``quick``
+    asks for a small deterministic subset (smoke tests, CI); quick metrics are marked as such in
+    the manifest and are never the reported numbers.
+    """
+
+    data_root: Path
+    out: Path
+    model: str | None = "embedded"
+    device: str = "cpu"
+    seed: int = 0
+    quick: bool = False
+    quiet: bool = False
+    data_files: dict[str, dict] = field(default_factory=dict)
+    _backbone: Any = None
+
+    def data_file(self, rel: str) -> Path:
+        """Path of manifest file ``rel`` after the role check; records it in the manifest."""
+        path = self.data_root / rel
+        if not path.exists():
+            raise InputError(f"data file {rel} not found under {self.data_root}")
+        role = require_role(path, HELD_OUT_ROLES, self.data_root, purpose="evaluation")
+        self.data_files[rel] = {"sha256": sha256_file(path), "role": role}
+        return path
+
+    def bench_dir(self, name: str) -> Path:
+        d = self.out / name
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def backbone(self):
+        """The language model (cached per context), or an error when running without one."""
+        if self.model is None:
+            raise InputError("this benchmark needs a model; drop --model none")
+        if self._backbone is None:
+            from genoctx.model import GenoCtxModel
+
+            self._backbone = GenoCtxModel.from_pretrained(self.model).to(self.device).eval()
+        return self._backbone
+
+
+def benchmark_module(name: str):
+    if name not in BENCHMARKS:
+        raise InputError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
+    return importlib.import_module(f"genoctx.eval.benchmarks.{BENCHMARKS[name]}")
+
+
+def _git_commit() -> str | None:
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    names = ("genoctx", "torch", "triton", "numpy", "pysam", "biopython", "scikit-learn",
+             "pyrodigal", "scipy", "matplotlib")
+    out = {"python": platform.python_version()}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _model_info(model: str | None) -> dict | None:
+    if model is None:
+        return None
+    from genoctx.model.checkpoint import resolve_checkpoint, verify_digest
+
+    directory = resolve_checkpoint(model)
+    info = {"name": str(model), "model_sha256": verify_digest(directory)}
+    head = directory / "head.safetensors"
+    if head.is_file():
+        info["head_sha256"] = sha256_file(head)
+    return info
+
+
+def _clean(obj):
+    """JSON-safe copy: NaN/inf become None, numpy scalars become Python numbers, keys sorted."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def run_benchmarks(names: list[str], *, out: Path, model: str | None = "embedded",
+                   data_root=None, device: str = "cpu", seed: int = 0, quick: bool = False,
+                   quiet: bool = False, command: str | None = None) -> dict:
+    """Run ``names`` in order and write metrics.json and report.md under ``out``."""
+    if not names:
+        raise InputError("name at least one benchmark: " + ", ".join(BENCHMARKS))
+    modules = [(n, benchmark_module(n)) for n in names]  # fail fast on a bad name
+    root = resolve_data_root(data_root)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    import numpy as np
+    import torch
+
+    ctx = BenchContext(data_root=root, out=out, model=model, device=device, seed=seed,
+                       quick=quick, quiet=quiet)
+    manifest = {
+        "genoctx_version": _versions().get("genoctx"),
+        "git_commit": _git_commit(),
+        "model": _model_info(model),
+        "benchmarks": names,
+        "seed": seed,
+        "quick": quick,
+        "device": device if device == "cpu" else f"{device} ({torch.cuda.get_device_name()})",
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+        "versions": _versions(),
+        "command": command or "genoctx eval " + " ".join(names),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    results: dict[str, BenchResult] = {}
+    bench_metrics: dict[str, Any] = {}
+    t_all = time.perf_counter()
+    for name, module in modules:
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        t0 = time.perf_counter()
+        res = module.run(ctx)
+        res.metrics = _clean(res.metrics)
+        results[name] = res
+        bench_metrics[name] = {"metrics": res.metrics, "rows": [r.as_dict() for r in res.rows],
+                               "wall_s": round(time.perf_counter() - t0, 2)}
+    manifest["data_files"] = dict(sorted(ctx.data_files.items()))
+    manifest["wall_s"] = round(time.perf_counter() - t_all, 2)
+    manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    doc = {"manifest": _clean(manifest), "benchmarks": _clean(bench_metrics)}
+    from genoctx.io.atomic import atomic_open
+
+    with atomic_open(out / "metrics.json", "w") as fh:
+        fh.write(json.dumps(doc, indent=2) + "\n")
+    with atomic_open(out / "report.md", "w") as fh:
+        fh.write(render_report(doc, results, out))
+    return doc
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def render_report(doc: dict, results: dict[str, BenchResult], out: Path) -> str:
+    m = doc["manifest"]
+    model = m.get("model") or {}
+    lines = ["# genoctx evaluation report", "",
+             f"- command: `{m['command']}`",
+             f"- genoctx {m.get('genoctx_version')} at commit `{m.get('git_commit')}`",
+             f"- model: {model.get('name', 'none')} (sha256 `{model.get('model_sha256', '-')}`)",
+             f"- device: {m['device']}; seed {m['seed']}; wall {m.get('wall_s')} s"
+             + ("; **quick subset (smoke test, not a reported number)**" if m["quick"] else ""),
+             "", "| benchmark | dataset | method | metric | value | anchor |",
+             "|---|---|---|---|---|---|"]
+    for name, res in results.items():
+        for r in res.rows:
+            lines.append(f"| {name} | {r.dataset} | {r.method} | {r.metric} | {_fmt(r.value)} "
+                         f"| {r.anchor} |")
+    for name, res in results.items():
+        lines += ["", f"## {name}", ""]
+        lines += [f"- {n}" for n in res.notes]
+        for p in res.plots:
+            rel = os.path.relpath(p, out)
+            lines += ["", f"![{Path(p).stem}]({rel})"]
+    lines += ["", "## Data files", "", "| file | role | sha256 |", "|---|---|---|"]
+    for rel, info in m.get("data_files", {}).items():
+        lines.append(f"| {rel} | {info['role']} | `{info['sha256']}` |")
+    return "\n".join(lines) + "\n"
+
+
+def stable_view(doc: dict):
+    """``doc`` without the keys that differ between identical runs (times, paths, command)."""
+    if isinstance(doc, dict):
+        return {k: stable_view(v) for k, v in doc.items() if k not in VOLATILE_KEYS}
+    if isinstance(doc, list):
+        return [stable_view(v) for v in doc]
+    return doc
+
+
+def differences(a, b, path: str = "") -> list[str]:
+    """Human-readable list of where two metric documents differ (exact comparison)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(f"{path}/{k}: present in only one run")
+            else:
+                out += differences(a[k], b[k], f"{path}/{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} vs {len(b)} items"]
+        out = []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out += differences(x, y, f"{path}[{i}]")
+        return out
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def check_reproducible(names: list[str], *, out: Path, **kwargs) -> list[str]:
+    """Run twice (into ``out/run1`` and ``out/run2``); return the differences (empty = same)."""
+    first = run_benchmarks(names, out=Path(out) / "run1", **kwargs)
+    second = run_benchmarks(names, out=Path(out) / "run2", **kwargs)
+    return differences(stable_view(first), stable_view(second))
+
+
+def savefig(fig, path: Path) -> Path:
+    """Save a matplotlib figure deterministically (no timestamps in the PNG) and close it."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def main_module_entry(name: str, argv=None) -> None:
+    """``python -m genoctx.eval.benchmarks.X`` runs one benchmark through the harness."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=f"genoctx benchmark {name}")
+    ap.add_argument("--model", default="embedded")
+    ap.add_argument("--data-root", default=None)
+    ap.add_argument("--out", type=Path, default=Path("results/eval"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    doc = run_benchmarks([name], out=args.out, model=None if args.model == "none" else args.model,
+                         data_root=args.data_root, quick=args.quick, seed=args.seed,
+                         command=f"python -m genoctx.eval.benchmarks.{BENCHMARKS[name]} "
+                                 + " ".join(sys.argv[1:] if argv is None else argv))
+    print(json.dumps(doc["benchmarks"][name]["rows"], indent=1))
