@@ -8,7 +8,8 @@ A benchmark is a module in :mod:`genoctx.eval.benchmarks` with
 Benchmarks open data only through :meth:`BenchContext.data_file`, which refuses any file whose
 manifest role is not ``validation`` or ``benchmark`` (evaluating on training data would flatter
 the model) and records the file's sha256 for the manifest. Metrics must be deterministic for a
-given model, data and seed: ``--check-reproducible`` runs everything twice and compares them.
+given model, data and seed: ``--check-reproducible`` runs everything twice and compares them
+(timings go under keys named ``wall_s``, which the comparison skips).
 
 ``run_benchmarks`` writes, under ``out``:
 
@@ -31,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from genoctx.errors import InputError
 from genoctx.io.dataroot import HELD_OUT_ROLES, require_role, resolve_data_root, sha256_file
@@ -46,7 +47,8 @@ BENCHMARKS: dict[str, str] = {
     "dnabert-promoter": "dnabert_promoter",
 }
 
-# Manifest keys that legitimately differ between two identical runs.
+# Keys that legitimately differ between two identical runs (at any depth). Benchmarks put
+# timings under keys named ``wall_s``.
 VOLATILE_KEYS = frozenset({"wall_s", "started", "finished", "command", "out"})
 
 
@@ -83,7 +85,7 @@ class BenchContext:
     the manifest and are never the reported numbers.
     """
 
-    data_root: Path
+    data_root: Path | None
     out: Path
     model: str | None = "embedded"
     device: str = "cpu"
@@ -95,11 +97,38 @@ class BenchContext:
 
     def data_file(self, rel: str) -> Path:
         """Path of manifest file ``rel`` after the role check; records it in the manifest."""
+        if self.data_root is None:
+            raise InputError("this benchmark reads the shared data: pass --data-root DIR or set "
+                             "GENOCTX_DATA_ROOT")
         path = self.data_root / rel
         if not path.exists():
             raise InputError(f"data file {rel} not found under {self.data_root}")
         role = require_role(path, HELD_OUT_ROLES, self.data_root, purpose="evaluation")
         self.data_files[rel] = {"sha256": sha256_file(path), "role": role}
+        return path
+
+    def user_file(self, path: str | Path) -> Path:
+        """A user's own file (not from the data root): recorded with its sha256 and manifest role.
+
+        A file the manifest marks ``train`` or ``pretrain-only`` is refused when ``model`` is
+        set: the shipped model has seen it, so scoring it would flatter the model.
+        """
+        from genoctx.io.dataroot import TRAINABLE_ROLES, role_of
+
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"{path} not found")
+        try:
+            role = role_of(path, self.data_root)
+        except InputError:  # no manifest under the data root
+            role = None
+        if role in TRAINABLE_ROLES and self.model is not None:
+            from genoctx.errors import DataRoleError
+
+            raise DataRoleError(f"{path} has role '{role}' in the data manifest: the model was "
+                                "trained on it, so evaluating the model on it would mislead; "
+                                "use a validation, benchmark or your own file")
+        self.data_files[str(path)] = {"sha256": sha256_file(path), "role": role or "user"}
         return path
 
     def bench_dir(self, name: str) -> Path:
@@ -186,8 +215,17 @@ def run_benchmarks(names: list[str], *, out: Path, model: str | None = "embedded
     """Run ``names`` in order and write metrics.json and report.md under ``out``."""
     if not names:
         raise InputError("name at least one benchmark: " + ", ".join(BENCHMARKS))
-    modules = [(n, benchmark_module(n)) for n in names]  # fail fast on a bad name
-    root = resolve_data_root(data_root)
+    jobs = [(n, benchmark_module(n).run) for n in names]  # fail fast on a bad name
+    return run_jobs(jobs, out=out, model=model, data_root=resolve_data_root(data_root),
+                    device=device, seed=seed, quick=quick, quiet=quiet, command=command)
+
+
+def run_jobs(jobs: list[tuple[str, Callable[[BenchContext], BenchResult]]], *, out: Path,
+             model: str | None, data_root: Path | None, device: str = "cpu", seed: int = 0,
+             quick: bool = False, quiet: bool = False, command: str | None = None) -> dict:
+    """Run ``(name, run)`` jobs with one context; write metrics.json and report.md."""
+    names = [n for n, _ in jobs]
+    root = data_root
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     import numpy as np
@@ -212,11 +250,11 @@ def run_benchmarks(names: list[str], *, out: Path, model: str | None = "embedded
     results: dict[str, BenchResult] = {}
     bench_metrics: dict[str, Any] = {}
     t_all = time.perf_counter()
-    for name, module in modules:
+    for name, fn in jobs:
         torch.manual_seed(seed)
         np.random.seed(seed)
         t0 = time.perf_counter()
-        res = module.run(ctx)
+        res = fn(ctx)
         res.metrics = _clean(res.metrics)
         results[name] = res
         bench_metrics[name] = {"metrics": res.metrics, "rows": [r.as_dict() for r in res.rows],

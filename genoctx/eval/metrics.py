@@ -168,6 +168,22 @@ def auprc(y: np.ndarray, score: np.ndarray) -> float:
     return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
 
 
+def roc_curve(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """False- and true-positive rates at every distinct score threshold (from (0, 0) to (1, 1))."""
+    yb, s = _check_binary(y, score)
+    order = np.argsort(-s, kind="mergesort")
+    ys, ss = yb[order], s[order]
+    last = np.r_[ss[1:] != ss[:-1], True]
+    tp = np.cumsum(ys)[last]
+    fp = np.cumsum(~ys)[last]
+    return np.r_[0.0, fp / (~yb).sum()], np.r_[0.0, tp / yb.sum()]
+
+
+def mcc(y: np.ndarray, pred: np.ndarray) -> float:
+    """Matthews correlation of boolean predictions (0 when a margin is empty)."""
+    return binary_scores(np.asarray(pred, bool), np.asarray(y, bool))["mcc"]
+
+
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
     """Pearson correlation (NaN when either input is constant)."""
     x, y = np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()

@@ -1,137 +1,204 @@
 """Benchmark ``annotation-bacteria``: gene calling on the held-out bacterial genomes.
 
 For each validation genome (Brucella melitensis 16M, Haemophilus influenzae Rd KW20) it scores
-three callers on the same records: genoctx with the annotation model's probabilities, the genoctx
-decoder on the sequence alone, and Prodigal (pyrodigal, trained on the genome as its users run
-it). Gene level: a call matches a true gene when strand and stop coordinate agree (truth = CDS not
-``pseudo`` and not joined). Per base: CDS vs non-CDS F1 and MCC of the model's argmax classes,
-over bases that are ground truth.
+three callers on the same records: genoctx with the annotation model's probabilities (the
+decoder weights shipped with the checkpoint, as ``genoctx annotate`` runs), the genoctx decoder
+on the sequence alone, and Prodigal (pyrodigal, trained on the genome as its users run it).
 
-Run: ``python -m genoctx.eval.benchmarks.annotation_bacteria --model embedded --out results/eval``
+- Gene level: a call matches a true gene when contig, strand and stop coordinate agree (truth =
+  CDS not ``pseudo`` and not joined); sensitivity, precision, F1, and start agreement among
+  matches.
+- Per base (model only): CDS-vs-rest F1 and MCC of the argmax class, and the F1 of every class,
+  over bases that are ground truth.
+
+Run: ``genoctx eval annotation-bacteria`` (or ``python -m genoctx.eval.benchmarks.annotation_bacteria``).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
-from genoctx.eval.metrics import binary_scores, gene_metrics
-from genoctx.heads.annotate import decoder_params
-from genoctx.heads.classes import CDS_MINUS, CDS_PLUS
+from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
+from genoctx.eval.metrics import (binary_scores, confusion_matrix, gene_metrics,
+                                  per_class_f1)
+from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, CLASSES, NUM_CLASSES
 from genoctx.heads.decoder import GeneCall, call_genes_multi
 from genoctx.io.annotation import label_tracks, read_features, read_genes, read_sequences_genbank
-from genoctx.model import checkpoint
-from genoctx.io.dataroot import HELD_OUT_ROLES, require_role, resolve_data_root, sha256_file
 from genoctx.tokenize import nucleotide as nt
+
+NAME = "annotation-bacteria"
+DESCRIPTION = "gene calling on B. melitensis 16M and H. influenzae Rd KW20 (validation) vs Prodigal"
 
 GENOMES = (
     "genomes/bacteria/Brucella_melitensis_16M.gbff.gz",
     "genomes/bacteria/Haemophilus_influenzae_Rd_KW20.gbff.gz",
 )
+QUICK_BASES = 120_000  # quick mode: the first 120 kb of each genome's first record
+CONTEXT, OVERLAP = 8192, 1024
+
 
 
 def prodigal_calls(records: list[tuple[str, bytes]]) -> list[GeneCall]:
-    """pyrodigal trained on the genome itself (all records), as Prodigal's users run it."""
+    """pyrodigal trained on the genome itself (all records), as Prodigal's users run it.
+
+    Under 20 kb in all Prodigal cannot train, and its users switch to metagenomic mode (``-p
+    meta``, pre-trained models); so does this.
+    """
     import pyrodigal
 
-    finder = pyrodigal.GeneFinder(closed=False)
-    finder.train(*[s for _, s in records])
+    if sum(len(s) for _, s in records) < 20_000:
+        finder = pyrodigal.GeneFinder(meta=True, closed=False)
+    else:
+        finder = pyrodigal.GeneFinder(closed=False)
+        finder.train(*[s for _, s in records])
     return [GeneCall(cid, g.begin - 1, g.end, g.strand, g.confidence() / 100.0, g.start_type,
                      (bool(g.partial_begin), bool(g.partial_end)))
             for cid, s in records for g in finder.find_genes(s)]
 
 
-def model_probs(records, model, *, context: int, overlap: int, cache: Path | None, quiet: bool):
-    """Per-base class probabilities of every record (cached as .npz beside the results)."""
+def model_probs(ctx: BenchContext, records, cache: Path) -> dict[str, np.ndarray]:
+    """Per-base class probabilities [L, 17] of every record, float16, cached by model sha256."""
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.progress import progress_bar
 
-    if cache is not None and cache.is_file():
+    if cache.is_file():
         data = np.load(cache)
         if all(c in data for c, _ in records):
             return {c: data[c] for c, _ in records}
-    backbone, head = load_annotation_model(model)
+    backbone, head = load_annotation_model(ctx.model, device=ctx.device)
     out = {}
-    with progress_bar("model probabilities", sum(len(s) for _, s in records), quiet) as bar:
+    with progress_bar("model probabilities", sum(len(s) for _, s in records), ctx.quiet) as bar:
         for c, s in records:
-            out[c] = predict_probs(backbone, head, nt.encode(s), context=context, overlap=overlap,
+            out[c] = predict_probs(backbone, head, nt.encode(s), context=CONTEXT, overlap=OVERLAP,
                                    progress=bar.advance).astype(np.float16)
-    if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(cache, **out)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(cache, **out)
     return out
 
 
-def base_scores(records, probs, path) -> dict:
-    """CDS-vs-rest per-base F1/MCC of the argmax class, over ground-truth bases."""
-    lengths = {c: len(s) for c, s in records}
-    tracks = label_tracks(read_features(path), lengths)
+def base_scores(records, probs, tracks) -> dict:
+    """CDS-vs-rest F1/MCC of the argmax class and per-class F1, over ground-truth bases."""
+    from genoctx.heads.annotation import labels_from_tracks
+
     cds = np.asarray(CDS_PLUS + CDS_MINUS)
+    cm = np.zeros((NUM_CLASSES, NUM_CLASSES), dtype=np.int64)
     preds, trues, masks = [], [], []
-    for c, _ in records:
-        t = tracks[c]
-        true = (t.cds_phase_plus >= 0) | (t.cds_phase_minus >= 0)
-        preds.append(np.isin(probs[c].argmax(1), cds))
-        trues.append(true)
-        masks.append(~t.ignore)
-    return binary_scores(np.concatenate(preds), np.concatenate(trues), np.concatenate(masks))
+    for c, s in records:
+        L = len(s)
+        y = labels_from_tracks(tracks[c])[:L]
+        arg = probs[c].argmax(1)
+        cm += confusion_matrix(y, arg, NUM_CLASSES)
+        preds.append(np.isin(arg, cds))
+        trues.append(np.isin(y, cds))
+        masks.append(y >= 0)
+    scores = binary_scores(np.concatenate(preds), np.concatenate(trues), np.concatenate(masks))
+    f1 = per_class_f1(cm)
+    scores["per_class_f1"] = {CLASSES[k]: (None if np.isnan(f1[k]) else float(f1[k]))
+                              for k in range(NUM_CLASSES)}
+    return scores
 
 
-def evaluate(model: str | None, data_root=None, out: Path | None = None, *, context: int = 8192,
-             overlap: int = 1024, quiet: bool = False, genomes=GENOMES) -> dict:
-    """Metrics for every genome and caller; ``model=None`` skips the neural caller."""
-    root = resolve_data_root(data_root)
-    results = {"genomes": {}, "data_files": []}
-    for rel in genomes:
-        path = root / rel
-        role = require_role(path, HELD_OUT_ROLES, root, purpose="evaluation")
-        results["data_files"].append({"path": rel, "sha256": sha256_file(path), "role": role})
-        records = list(read_sequences_genbank(path))
-        truth = read_genes(path)
+def _load(ctx: BenchContext, rel: str):
+    """Records, truth genes and label tracks of one genome (sliced in quick mode)."""
+    path = ctx.data_file(rel)
+    records = list(read_sequences_genbank(path))
+    tracks = label_tracks(read_features(path), {c: len(s) for c, s in records})
+    truth = read_genes(path)
+    if ctx.quick:
+        c0, s0 = records[0]
+        records = [(c0, s0[:QUICK_BASES])]
+        truth = [g for g in truth if g.contig == c0 and g.end <= QUICK_BASES]
+    return records, truth, tracks
+
+
+def _complete(calls: list[GeneCall], records) -> list[GeneCall]:
+    """Quick mode: drop calls cut by the slice end (they would count as false positives)."""
+    ends = {c: len(s) for c, s in records}
+    return [g for g in calls if g.end < ends[g.contig] - 3 or not any(g.partial)]
+
+
+def run(ctx: BenchContext) -> BenchResult:
+    from genoctx.heads.annotate import decoder_params
+    from genoctx.model import checkpoint
+
+    out_dir = ctx.bench_dir(NAME)
+    metrics: dict = {"genomes": {}, "quick_bases": QUICK_BASES if ctx.quick else None,
+                     "context": CONTEXT, "overlap": OVERLAP}
+    rows: list[Row] = []
+    notes = ["A predicted gene matches a true one when contig, strand and stop coordinate agree; "
+             "truth excludes pseudo and joined CDS.",
+             "Prodigal is pyrodigal trained on each genome (all records), run here."]
+    bars: dict[str, dict[str, float]] = {}
+    shown = None
+    for rel in GENOMES:
+        records, truth, tracks = _load(ctx, rel)
         name = Path(rel).name.split(".gbff")[0]
-        row = {}
-        callers = [("genoctx (sequence only)", lambda: call_genes_multi(records, None)),
-                   ("prodigal", lambda: prodigal_calls(records))]
-        if model is not None:
-            cache = out / f"{name}.probs.npz" if out else None
-            probs = model_probs(records, model, context=context, overlap=overlap, cache=cache,
-                                quiet=quiet)
+        row: dict = {"n_bases": sum(len(s) for _, s in records), "n_true_genes": len(truth)}
+        callers = {"genoctx (sequence only)": lambda: call_genes_multi(records, None),
+                   "prodigal": lambda: prodigal_calls(records)}
+        f32 = None
+        if ctx.model is not None:
+            directory = checkpoint.resolve_checkpoint(ctx.model)
+            digest = checkpoint.verify_digest(directory)[:16]
+            tag = "quick" if ctx.quick else "full"
+            probs = model_probs(ctx, records, out_dir / f"{name}.{digest}.{tag}.probs.npz")
             f32 = {c: p.astype(np.float32) for c, p in probs.items()}
-            params = decoder_params(checkpoint.resolve_checkpoint(model))
-            callers.insert(0, ("genoctx (model)",
-                               lambda: call_genes_multi(records, f32, params=params)))
-            row["per_base_cds"] = base_scores(records, f32, path)
-        for tool, fn in callers:
+            params = decoder_params(directory)
+            callers = {"genoctx (model)": lambda: call_genes_multi(records, f32, params=params)} | callers
+            row["per_base"] = base_scores(records, f32, tracks)
+        calls_by = {}
+        for tool, fn in callers.items():
             t0 = time.perf_counter()
-            m = gene_metrics(fn(), truth)
-            row[tool] = m.as_dict() | {"wall_s": round(time.perf_counter() - t0, 2)}
-        results["genomes"][name] = row
-    return results
+            calls = fn()
+            if ctx.quick:
+                calls = _complete(calls, records)
+            calls_by[tool] = calls
+            m = gene_metrics(calls, truth).as_dict()
+            row[tool] = m
+            row.setdefault("wall_s", {})[tool] = round(time.perf_counter() - t0, 2)
+            for metric in ("sensitivity", "precision", "f1", "start_agreement"):
+                rows.append(Row(name, tool, f"gene {metric}", m[metric]))
+        if "per_base" in row:
+            pb = row["per_base"]
+            rows.append(Row(name, "genoctx (model)", "per-base CDS F1", pb["f1"]))
+            rows.append(Row(name, "genoctx (model)", "per-base CDS MCC", pb["mcc"]))
+        metrics["genomes"][name] = row
+        bars[name] = {tool: row[tool]["f1"] for tool in callers}
+        shown = (name, records, truth, calls_by, f32)
+    # Prodigal runs last on each genome: put its numbers beside the other callers'.
+    for r in rows:
+        prod = metrics["genomes"][r.dataset].get("prodigal")
+        if r.method != "prodigal" and r.metric.startswith("gene ") and prod:
+            key = r.metric[5:]
+            r.anchor = f"Prodigal {prod[key]:.3f} (run here)"
+    plots = [savefig(_bars(bars), out_dir / "gene_f1.png")]
+    plots.append(savefig(_tracks(*shown), out_dir / "tracks.png"))
+    return BenchResult(metrics=metrics, rows=rows, plots=plots, notes=notes)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="embedded", help="checkpoint dir, 'embedded' or 'none'")
-    ap.add_argument("--data-root", default=None)
-    ap.add_argument("--out", type=Path, default=Path("results/eval/annotation-bacteria"))
-    ap.add_argument("--context", type=int, default=8192)
-    ap.add_argument("--overlap", type=int, default=1024)
-    ap.add_argument("--genomes", nargs="*", default=list(GENOMES), help="manifest paths")
-    args = ap.parse_args(argv)
-    res = evaluate(None if args.model == "none" else args.model, args.data_root, args.out,
-                   context=args.context, overlap=args.overlap, genomes=args.genomes)
-    import sys
+def _bars(bars):
+    from genoctx.eval.plots import grouped_bars
 
-    res["command"] = "python -m genoctx.eval.benchmarks.annotation_bacteria " + " ".join(
-        sys.argv[1:] if argv is None else argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "metrics.json").write_text(json.dumps(res, indent=2) + "\n")
-    print(json.dumps(res["genomes"], indent=1))
+    return grouped_bars(bars, "gene-level F1 (strand + stop)", "annotation-bacteria")
+
+
+def _tracks(name, records, truth, calls_by, probs, span: int = 15_000):
+    from genoctx.eval.plots import track_figure
+
+    contig = records[0][0]
+    lo, hi = 0, min(span, len(records[0][1]))
+    pred = calls_by.get("genoctx (model)") or calls_by["genoctx (sequence only)"]
+    tracks = {}
+    if probs is not None:
+        p = probs[contig][lo:hi]
+        tracks = {"CDS+": p[:, list(CDS_PLUS)].sum(1), "CDS-": p[:, list(CDS_MINUS)].sum(1),
+                  "intergenic": p[:, 0]}
+    return track_figure(contig, lo, hi, truth=truth, predicted=pred, tracks=tracks,
+                        title=f"{name} {contig}:{lo + 1}-{hi}: annotated vs genoctx")
 
 
 if __name__ == "__main__":
-    main()
+    main_module_entry(NAME)

@@ -1,0 +1,201 @@
+"""Score any annotation, or the model on any annotated genome, with the benchmark metrics.
+
+- :func:`predictions_job`: another tool's (or an earlier genoctx run's) GFF3 against a truth
+  annotation (GenBank, GFF3 or GTF, gzip allowed): ``genoctx eval --predictions P --truth T``.
+- :func:`model_job`: annotate a FASTA with the model and score it against the truth, beside the
+  sequence-only decoder and Prodigal: ``genoctx eval --truth T --fasta F``.
+
+Both use the metrics of ``annotation-bacteria``: gene level (a call matches when contig, strand
+and stop agree; truth drops pseudo and joined CDS), start agreement, and per-base CDS F1/MCC
+where the contig lengths are known (from ``--fasta``, the GenBank records, or GFF3
+``##sequence-region`` lines).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from genoctx.errors import InputError
+from genoctx.eval.harness import BenchContext, BenchResult, Row, savefig
+from genoctx.eval.metrics import binary_scores, coding_mask, gene_metrics
+from genoctx.io.annotation import label_tracks, read_features, read_genes
+
+
+def _lengths(truth: Path, fasta: Path | None) -> dict[str, int] | None:
+    if fasta is not None:
+        from genoctx.io.fasta import FastaFile
+
+        return dict(FastaFile(fasta).lengths)
+    name = truth.name.lower()
+    if any(ext in name for ext in (".gb", ".gbk", ".gbff", ".genbank")):
+        from genoctx.io.annotation import read_sequences_genbank
+
+        return {c: len(s) for c, s in read_sequences_genbank(truth)}
+    from genoctx.io.annotation import _open_text
+
+    lengths = {}
+    with _open_text(truth) as fh:
+        for line in fh:
+            if line.startswith("##sequence-region"):
+                bits = line.split()
+                if len(bits) == 4 and bits[3].isdigit():
+                    lengths[bits[1]] = int(bits[3])
+            elif not line.startswith("#"):
+                break
+    return lengths or None
+
+
+def per_base(pred: list, truth_path: Path, lengths: dict[str, int]) -> dict:
+    """Per-base CDS F1/MCC: bases inside predicted genes vs annotated CDS (ignore bases skipped)."""
+    tracks = label_tracks(read_features(truth_path), lengths)
+    p, t, m = [], [], []
+    for c, n in lengths.items():
+        tr = tracks[c]
+        p.append(coding_mask(pred, c, n))
+        t.append((np.asarray(tr.cds_phase_plus) >= 0) | (np.asarray(tr.cds_phase_minus) >= 0))
+        m.append(~np.asarray(tr.ignore, dtype=bool))
+    return binary_scores(np.concatenate(p), np.concatenate(t), np.concatenate(m))
+
+
+def _score(name: str, calls: list, truth: list, truth_path: Path, lengths) -> tuple[dict, list[Row]]:
+    m = gene_metrics(calls, truth).as_dict()
+    rows = [Row(truth_path.name, name, f"gene {k}", m[k])
+            for k in ("sensitivity", "precision", "f1", "start_agreement")]
+    if lengths:
+        pb = per_base(calls, truth_path, lengths)
+        m["per_base_cds"] = pb
+        rows += [Row(truth_path.name, name, "per-base CDS F1", pb["f1"]),
+                 Row(truth_path.name, name, "per-base CDS MCC", pb["mcc"])]
+    return m, rows
+
+
+def contig_aliases(names, truth_names) -> dict[str, str]:
+    """Map sequence names to the truth's where they differ only in decoration.
+
+    NCBI FASTA headers such as ``gi|45478711|ref|NC_005816.1|`` name the record the GenBank
+    file calls ``NC_005816.1``; a name matches when one ``|``-separated token equals a truth name,
+    or equals it without the ``.version`` suffix. Names that match exactly, or ambiguously, keep
+    their own name.
+    """
+    truth_names = set(truth_names)
+    unversioned: dict[str, list[str]] = {}
+    for t in truth_names:
+        unversioned.setdefault(t.rsplit(".", 1)[0], []).append(t)
+    out = {}
+    for n in set(names):
+        if n in truth_names:
+            continue
+        hits = {tok for tok in n.split("|") if tok in truth_names}
+        if not hits:
+            hits = {t for tok in n.split("|") for t in unversioned.get(tok.rsplit(".", 1)[0], [])
+                    if tok}
+        if len(hits) == 1:
+            out[n] = hits.pop()
+    return out
+
+
+def _renamed(calls: list, aliases: dict[str, str]) -> list:
+    import dataclasses
+
+    return [dataclasses.replace(g, contig=aliases.get(g.contig, g.contig)) for g in calls]
+
+
+def _check_contigs(calls: list, truth: list, what: str) -> None:
+    pc = {g.contig for g in calls}
+    tc = {g.contig for g in truth}
+    if calls and truth and not pc & tc:
+        raise InputError(f"{what} and the truth share no contig names ({sorted(pc)[:3]} vs "
+                         f"{sorted(tc)[:3]}); rename the sequences so they agree")
+
+
+def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
+                    method: str | None = None):
+    """A harness job scoring the CDS of ``predictions`` (GFF3) against ``truth``."""
+    from genoctx.io.writers import read_gff3_genes
+
+    def run(ctx: BenchContext) -> BenchResult:
+        pred_path = ctx.user_file(predictions)
+        truth_path = ctx.user_file(truth)
+        if fasta is not None:
+            ctx.user_file(fasta)
+        calls = read_gff3_genes(pred_path)
+        true = read_genes(truth_path)
+        if not true:
+            raise InputError(f"{truth_path} has no CDS to score against")
+        lengths = _lengths(truth_path, fasta)
+        aliases = contig_aliases([g.contig for g in calls] + list(lengths or ()),
+                                 {g.contig for g in true})
+        calls = _renamed(calls, aliases)
+        if lengths:
+            lengths = {aliases.get(c, c): n for c, n in lengths.items()}
+        _check_contigs(calls, true, str(pred_path))
+        label = method or pred_path.name
+        m, rows = _score(label, calls, true, truth_path, lengths)
+        notes = [f"{len(calls)} predicted genes from {pred_path.name}; {len(true)} true genes "
+                 f"in {truth_path.name}."]
+        if not lengths:
+            notes.append("Per-base scores skipped: contig lengths unknown (give --fasta).")
+        role = ctx.data_files[str(truth_path)]["role"]
+        if role in ("train", "pretrain-only"):
+            notes.append(f"The truth file has role '{role}': genoctx's model was trained on it.")
+        return BenchResult(metrics={"method": label, label: m}, rows=rows, notes=notes)
+
+    return run
+
+
+def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1024):
+    """A harness job annotating ``fasta`` with the model and scoring it against ``truth``."""
+
+    def run(ctx: BenchContext) -> BenchResult:
+        from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
+        from genoctx.heads.annotate import annotate_fasta
+        from genoctx.heads.decoder import call_genes_multi
+        from genoctx.io.fasta import FastaFile
+
+        truth_path = ctx.user_file(truth)
+        fa_path = ctx.user_file(fasta)
+        true = read_genes(truth_path)
+        if not true:
+            raise InputError(f"{truth_path} has no CDS to score against")
+        fa = FastaFile(fa_path)
+        aliases = contig_aliases(fa.lengths, {g.contig for g in true})
+        lengths = {aliases.get(c, c): n for c, n in fa.lengths.items()}
+        records = [(aliases.get(c, c), fa.fetch(c, 0, n)) for c, n in fa.lengths.items() if n > 0]
+        callers = {"genoctx (sequence only)": lambda: call_genes_multi(records, None),
+                   "prodigal": lambda: prodigal_calls(records)}
+        result = None
+        if ctx.model is not None:
+            def with_model():
+                nonlocal result
+                result = annotate_fasta(fa_path, model=ctx.model, device=ctx.device,
+                                        context=context, overlap=overlap, quiet=ctx.quiet)
+                return _renamed(result.genes, aliases)
+            callers = {"genoctx (model)": with_model} | callers
+        metrics, rows, calls_by = {}, [], {}
+        for name, fn in callers.items():
+            t0 = time.perf_counter()
+            calls = fn()
+            calls_by[name] = calls
+            _check_contigs(calls, true, str(fa_path))
+            metrics[name], r = _score(name, calls, true, truth_path, lengths)
+            metrics[name]["wall_s"] = round(time.perf_counter() - t0, 2)
+            rows += r
+        plots = []
+        c0, n0 = next(iter(lengths.items()))
+        from genoctx.eval.plots import track_figure
+
+        hi = min(n0, 15_000)
+        tracks = {}
+        if result is not None and 0 in result.tracks:
+            tracks = {k: v[:hi] for k, v in result.tracks[0].items()}
+        best = calls_by.get("genoctx (model)", calls_by["genoctx (sequence only)"])
+        plots.append(savefig(track_figure(c0, 0, hi, truth=true, predicted=best, tracks=tracks),
+                             ctx.bench_dir("model-on-truth") / "tracks.png"))
+        return BenchResult(metrics=metrics, rows=rows, plots=plots,
+                           notes=[f"{fa_path.name} against {truth_path.name}; Prodigal is "
+                                  "pyrodigal trained on the same FASTA."])
+
+    return run

@@ -1,0 +1,156 @@
+"""The evaluation harness: manifest, role guard, reproducibility check, custom scoring, CLI."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+from genoctx.errors import DataRoleError, InputError
+from genoctx.eval import harness
+from genoctx.eval.custom import contig_aliases
+from genoctx.eval.metrics import roc_curve
+
+VALIDATION = "genomes/bacteria/Haemophilus_influenzae_Rd_KW20.gbff.gz"
+TRAIN = "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz"
+
+
+def _job(rel):
+    def run(ctx):
+        path = ctx.data_file(rel)
+        return harness.BenchResult(metrics={"size": path.stat().st_size, "nan": float("nan"),
+                                            "arr": np.float32(0.5)},
+                                   rows=[harness.Row("d", "m", "size", 1.0, "anchor")],
+                                   notes=["a note"])
+    return run
+
+
+def test_manifest_is_complete(tmp_path, data_root):
+    doc = harness.run_jobs([("toy", _job(VALIDATION))], out=tmp_path, model="embedded",
+                           data_root=data_root, seed=7)
+    m = doc["manifest"]
+    for key in ("genoctx_version", "git_commit", "model", "seed", "versions", "device",
+                "wall_s", "data_files", "command", "quick"):
+        assert key in m, key
+    assert m["seed"] == 7
+    assert len(m["model"]["model_sha256"]) == 64
+    assert m["data_files"][VALIDATION]["role"] == "validation"
+    assert len(m["data_files"][VALIDATION]["sha256"]) == 64
+    assert {"torch", "numpy", "python"} <= set(m["versions"])
+    on_disk = json.loads((tmp_path / "metrics.json").read_text())
+    assert on_disk == doc
+    assert on_disk["benchmarks"]["toy"]["metrics"] == {
+        "size": (data_root / VALIDATION).stat().st_size, "nan": None, "arr": 0.5}
+    report = (tmp_path / "report.md").read_text()
+    assert "| toy | d | m | size | 1.000 | anchor |" in report
+    assert "a note" in report and VALIDATION in report
+
+
+def test_refuses_train_files(tmp_path, data_root):
+    with pytest.raises(DataRoleError, match="role 'train'"):
+        harness.run_jobs([("toy", _job(TRAIN))], out=tmp_path, model=None, data_root=data_root)
+    assert not (tmp_path / "metrics.json").exists()
+    ctx = harness.BenchContext(data_root=data_root, out=tmp_path, model="embedded")
+    with pytest.raises(DataRoleError, match="trained on it"):
+        ctx.user_file(data_root / TRAIN)
+    ctx.model = None  # scoring another tool's output on a train genome is allowed
+    assert ctx.user_file(data_root / TRAIN) == data_root / TRAIN
+
+
+def test_unknown_benchmark_fails_before_work(tmp_path):
+    with pytest.raises(InputError, match="unknown benchmark"):
+        harness.run_benchmarks(["annotation-bacteria", "nope"], out=tmp_path)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_differences_and_stable_view():
+    a = {"manifest": {"wall_s": 1, "seed": 0}, "benchmarks": {"x": {"metrics": {"f1": 0.5},
+                                                                    "wall_s": 3}}}
+    b = {"manifest": {"wall_s": 2, "seed": 0}, "benchmarks": {"x": {"metrics": {"f1": 0.5},
+                                                                    "wall_s": 9}}}
+    assert harness.differences(harness.stable_view(a), harness.stable_view(b)) == []
+    b["benchmarks"]["x"]["metrics"]["f1"] = 0.5000001
+    diffs = harness.differences(harness.stable_view(a), harness.stable_view(b))
+    assert diffs == ["/benchmarks/x/metrics/f1: 0.5 != 0.5000001"]
+
+
+def test_roc_curve_matches_sklearn():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    s = np.round(rng.normal(size=300) + y, 1)  # ties
+    fpr, tpr = roc_curve(y, s)
+    f2, t2, _ = skm.roc_curve(y, s, drop_intermediate=False)
+    np.testing.assert_allclose(fpr, f2)
+    np.testing.assert_allclose(tpr, t2)
+
+
+def test_contig_aliases():
+    truth = {"NC_005816.1", "NC_000913.3"}
+    got = contig_aliases(["gi|45478711|ref|NC_005816.1|", "NC_000913", "NC_000913.3", "chrX"], truth)
+    assert got == {"gi|45478711|ref|NC_005816.1|": "NC_005816.1", "NC_000913": "NC_000913.3"}
+
+
+def _gff_from_truth(genes, path, drop=0, extra=()):
+    lines = ["##gff-version 3"]
+    for i, g in enumerate(genes[drop:]):
+        lines.append(f"{g.contig}\ttool\tCDS\t{g.start + 1}\t{g.end}\t.\t{'+-'[g.strand < 0]}\t0\t"
+                     f"ID=cds{i}")
+    lines += extra
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_predictions_mode_scores_by_hand(tmp_path, cli, example_genbank, example_fasta):
+    from genoctx.io.annotation import read_genes
+
+    truth = read_genes(example_genbank)
+    assert len(truth) == 10
+    perfect = _gff_from_truth(truth, tmp_path / "perfect.gff3")
+    code, out, err = cli(["eval", "--predictions", perfect, "--truth", example_genbank,
+                          "--out", tmp_path / "p", "-q"])
+    assert code == 0, err
+    m = json.loads((tmp_path / "p" / "metrics.json").read_text())["benchmarks"]["predictions"]
+    got = m["metrics"]["perfect.gff3"]
+    assert (got["sensitivity"], got["precision"], got["start_agreement"]) == (1.0, 1.0, 1.0)
+    assert got["per_base_cds"]["f1"] == 1.0
+    # one gene missing and one invented (on a gi|-style name, mapped to the accession)
+    g = truth[0]
+    extra = [f"gi|45478711|ref|NC_005816.1|\ttool\tCDS\t1\t300\t.\t+\t0\tID=fake"]
+    worse = _gff_from_truth(truth, tmp_path / "worse.gff3", drop=1, extra=extra)
+    code, out, err = cli(["eval", "--predictions", worse, "--truth", example_genbank,
+                          "--fasta", example_fasta, "--out", tmp_path / "w", "-q"])
+    assert code == 0, err
+    got = json.loads((tmp_path / "w" / "metrics.json").read_text())
+    got = got["benchmarks"]["predictions"]["metrics"]["worse.gff3"]
+    assert got["tp"] == 9 and got["n_pred"] == 10 and got["n_true"] == 10
+    assert got["sensitivity"] == pytest.approx(0.9) and got["precision"] == pytest.approx(0.9)
+    assert g.contig == "NC_005816.1"
+
+
+def test_predictions_mode_errors(tmp_path, cli, example_genbank):
+    bad = tmp_path / "bad.gff3"
+    bad.write_text("##gff-version 3\nother\tt\tCDS\t1\t30\t.\t+\t0\tID=a\n")
+    code, _, err = cli(["eval", "--predictions", bad, "--truth", example_genbank, "--out", tmp_path])
+    assert code == 2 and "share no contig names" in err
+    code, _, err = cli(["eval", "--predictions", bad, "--out", tmp_path])
+    assert code == 2 and "need --truth" in err
+    code, _, err = cli(["eval", "annotation-bacteria", "--truth", example_genbank, "--out", tmp_path])
+    assert code == 2 and "not both" in err
+    code, _, err = cli(["eval", "--out", tmp_path])
+    assert code == 2 and "name benchmarks" in err
+
+
+def test_annotation_bacteria_quick_is_reproducible(tmp_path, cli, data_root):
+    code, out, err = cli(["eval", "annotation-bacteria", "--model", "none", "--quick",
+                          "--check-reproducible", "--out", tmp_path, "-q"])
+    assert code == 0, err
+    assert "reproducible" in err
+    doc = json.loads((tmp_path / "run1" / "metrics.json").read_text())
+    bench = doc["benchmarks"]["annotation-bacteria"]
+    assert doc["manifest"]["quick"] is True
+    rows = {(r["dataset"], r["method"], r["metric"]): r["value"] for r in bench["rows"]}
+    for genome in ("Brucella_melitensis_16M", "Haemophilus_influenzae_Rd_KW20"):
+        for tool in ("genoctx (sequence only)", "prodigal"):
+            assert 0.8 < rows[(genome, tool, "gene f1")] <= 1.0
+    assert (tmp_path / "run1" / "annotation-bacteria" / "gene_f1.png").stat().st_size > 1000
+    assert "![tracks](annotation-bacteria/tracks.png)" in (tmp_path / "run1" / "report.md").read_text()
