@@ -154,3 +154,17 @@ def test_annotation_bacteria_quick_is_reproducible(tmp_path, cli, data_root):
             assert 0.8 < rows[(genome, tool, "gene f1")] <= 1.0
     assert (tmp_path / "run1" / "annotation-bacteria" / "gene_f1.png").stat().st_size > 1000
     assert "![tracks](annotation-bacteria/tracks.png)" in (tmp_path / "run1" / "report.md").read_text()
+
+
+def test_model_on_truth_mode(tmp_path, cli, example_genbank, example_fasta):
+    code, out, err = cli(["eval", "--truth", example_genbank, "--fasta", example_fasta,
+                          "--out", tmp_path, "-q"])
+    assert code == 0, err
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    m = doc["benchmarks"]["model-on-truth"]["metrics"]
+    assert set(m) == {"genoctx (model)", "genoctx (sequence only)", "prodigal"}
+    for tool, res in m.items():
+        assert res["n_true"] == 10 and 0.5 < res["f1"] <= 1.0, tool
+        assert 0.5 < res["per_base_cds"]["f1"] <= 1.0
+    assert doc["manifest"]["model"]["model_sha256"]
+    assert (tmp_path / "model-on-truth" / "tracks.png").is_file()
