@@ -1,4 +1,4 @@
-"""Plots shared by the benchmarks, the Snakemake report and the notebooks (matplotlib, Agg).
+"""Plots shared by the benchmarks, the Snakemake report and the notebooks (matplotlib).
 
 Every function takes plain data and returns a matplotlib Figure; callers save it with
 :func:`genoctx.eval.harness.savefig` (deterministic PNG bytes).
@@ -12,9 +12,8 @@ import numpy as np
 
 
 def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    # No backend is forced: headless runs fall back to Agg by themselves, and notebooks keep
+    # their inline backend.
     import matplotlib.pyplot as plt
 
     return plt
@@ -37,7 +36,7 @@ def roc_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str = ""
 
 
 def grouped_bars(values: dict[str, dict[str, float]], ylabel: str, title: str = "",
-                 ylim: tuple[float, float] | None = (0, 1)):
+                 ylim: tuple[float, float] | None = (0, 1.12)):
     """Bars per group (outer key, x axis) and series (inner key, colours)."""
     plt = _plt()
     groups = list(values)

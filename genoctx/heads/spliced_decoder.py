@@ -1,0 +1,670 @@
+"""Spliced gene-structure decoder: per-base class probabilities + sequence → eukaryotic genes.
+
+```python
+from genoctx.heads.spliced_decoder import decode, decode_many, write_gff3
+
+genes = decode(seq, probs_L17, contig="I")       # probs from heads.annotation.predict_probs
+g = genes[0]
+g.strand, g.cds, g.introns  # -1, ((s0, e0), (s1, e1), ...), ((e0, s1), ...): 0-based half-open
+write_gff3("genes.gff3", genes, {"I": len(seq)})  # gene → mRNA → CDS (Parent links, phases)
+```
+
+One Viterbi pass over a small state machine whose emissions are the annotation head's
+log-probabilities (:mod:`genoctx.heads.classes`; by default divided by their mean over the input,
+see :func:`decode_many`) and whose transitions are gated by the sequence,
+so every decoded gene is a valid spliced open reading frame on either strand: it begins with ATG,
+ends with an in-frame stop codon, has no in-frame stop in between (also across splice junctions),
+and every intron begins GT and ends AG (read along the gene's strand) and is at least
+``min_intron`` bases long. Genes whose CDS is shorter than ``min_cds`` are dropped afterwards
+(a length floor is not a Markov property; the drop is the one step outside the Viterbi).
+
+The machine runs in forward time (left to right on the + strand), for both strands at once.
+``q`` is the *forward codon position*, the order in which a codon's bases are met reading the +
+strand: ``q = phase`` on the + strand and ``q = 2 - phase`` on the − strand, so a − strand gene
+is met stop codon first. Its signals read forward are: entry codon TTA/CTA/TCA (a stop),
+exit codon CAT (ATG), introns CT…AC.
+
+=============  ======  =====================================================================
+state          count   meaning (emission)
+=============  ======  =====================================================================
+``IG``         1       outside CDS and introns: intergenic, UTR, RNA genes
+                       (log of 1 − P(CDS) − P(intron))
+``N±q``        3 + 3   the first codon met: the start codon ATG (+) or the stop codon (−); kept
+                       unsplit (log P(CDS± phase))
+``E±q``        3 + 3   a coding base at forward codon position q (log P(CDS± phase))
+``X±1, X±2``   2 + 2   positions 1 and 2 of a codon that an intron split (log P(CDS± phase))
+``F±k``        6 + 8   first base of an intron (log P(intron±))
+``I±k``        6 + 8   later intron bases, self loop (log P(intron±))
+=============  ======  =====================================================================
+
+``k`` is the intron's phase (the forward codon position of the next coding base, 0/1/2) together
+with the part of the split codon already read when that part could begin a stop codon (the + strand
+remembers T, TA, TG; the − strand T, C, TT, CT, TC); so a split codon is checked against the stop
+codons when its last base is read after the acceptor. Transitions (``t-1 → t``):
+
+- ``IG → N0`` where the entry codon starts at ``t``; ``N0 → N1 → N2 → E0``;
+- ``E0 → E1 → E2``; ``E2 → E0`` unless the codon just completed is a stop (split codons:
+  ``X1 → X2 → E0``, checked at the acceptor);
+- ``E2 → IG`` where the codon just completed is the exit codon (stop on +, CAT on −); split codons
+  never end a gene, so start and stop codons are never split by an intron;
+- ``E2 | X2 | N2 → F(0)``, ``E0 → F(1, prefix)``, ``E1 → F(2, prefix)`` where the intron's first two
+  bases are GT (+) / CT (−), and the codon completed before a phase-0 intron is not a stop;
+- ``F(k)`` at ``t0`` → ``I(k)`` at ``t0 + min_intron - 1`` (the bases between are forced intron: the
+  minimum length, as a jump in the recursion rather than a chain of states); ``I(k) → I(k)``;
+- ``I(0) → E0``, ``I(1, p) → X1``, ``I(2, p) → X2`` where the intron's last two bases are AG (+) /
+  AC (−) and the split codon so completed is not a stop.
+
+Transition log-probabilities come from geometric lengths (``DecoderParams``: mean intergenic,
+exon and intron lengths; both strands equally likely), so mirrored paths score the same and the
+reverse complement of the input gives the mirrored genes. The path starts and ends in ``IG``.
+
+Sequences of a batch run together (the batch is the vector dimension of every step); the loop is
+over positions, each step a handful of numpy operations on a ``[B, S, K]`` array: about 10 s of
+CPU per megabase for one long contig, less per base for batches of records. Back-pointers take
+one byte per state and base.
+Legend: L = sequence length, B = batch, S = states (45), K = predecessors per state (4),
+T = positions in a block, C = emission channels (9).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+import numpy as np
+
+from genoctx.errors import InputError
+from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, INDEX, NUM_CLASSES
+from genoctx.heads.orfs import encode
+
+NEG = -1e30  # log(0) that stays finite under addition (no inf - inf)
+_BASES = "ACGT"
+
+# Emission channels: 0 IG, 1-3 CDS+ at q, 4-6 CDS- at q, 7 intron+, 8 intron-.
+_CH_IG, _CH_INTRON = 0, {1: 7, -1: 8}
+
+
+def _ch_cds(strand: int, q: int) -> int:
+    return 1 + q if strand > 0 else 4 + q
+
+
+@dataclass(frozen=True)
+class DecoderParams:
+    """Length priors (geometric, generic for eukaryotes: not fitted to any genome) and floors."""
+
+    min_intron: int = 30
+    min_cds: int = 60           # genes with a shorter CDS (stop included) are dropped
+    mean_intergenic: float = 3000.0
+    mean_exon: float = 150.0
+    mean_intron: float = 150.0
+    floor: float = 1e-6         # probabilities are clipped here before the log
+    scaled: bool = True         # divide by the prior (hybrid HMM): see decode_many
+
+    def __post_init__(self):
+        if self.min_intron < 5:
+            raise ValueError(f"min_intron must be at least 5 (two splice signals), got "
+                             f"{self.min_intron}")
+        for name in ("mean_intergenic", "mean_exon", "mean_intron"):
+            if getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be > 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class SplicedGene:
+    """One decoded gene: CDS exons (forward coordinates, 0-based half-open, ascending).
+
+    The CDS runs from the start codon through the stop codon; ``score`` is the mean head
+    probability of the decoded class over the CDS bases.
+    """
+
+    contig: str
+    strand: int
+    cds: tuple[tuple[int, int], ...]
+    score: float = float("nan")
+    attrs: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def start(self) -> int:
+        return self.cds[0][0]
+
+    @property
+    def end(self) -> int:
+        return self.cds[-1][1]
+
+    @property
+    def introns(self) -> tuple[tuple[int, int], ...]:
+        """Gaps between CDS exons, ascending."""
+        return tuple((a[1], b[0]) for a, b in pairwise(self.cds))
+
+    @property
+    def cds_length(self) -> int:
+        return sum(e - s for s, e in self.cds)
+
+
+# ----------------------------------------------------------------------------- the machine
+
+def _revcomp(s: str) -> str:
+    return s.translate(str.maketrans("ACGT", "TGCA"))[::-1]
+
+
+_STOPS = ("TAA", "TAG", "TGA")
+
+
+@dataclass(frozen=True)
+class _StrandSignals:
+    """Forward-read signals of one strand (see the module docstring)."""
+
+    strand: int
+    entry: tuple[str, ...]
+    exit: tuple[str, ...]
+    stops: tuple[str, ...]
+    donor: str
+    acceptor: str
+
+    @property
+    def prefixes(self) -> dict[int, list[str | None]]:
+        """Per intron phase, the remembered split-codon prefixes (None = any other)."""
+        return {0: [""], 1: sorted({s[0] for s in self.stops}) + [None],
+                2: sorted({s[:2] for s in self.stops}) + [None]}
+
+
+_SIGNALS = (
+    _StrandSignals(1, ("ATG",), _STOPS, _STOPS, "GT", "AG"),
+    _StrandSignals(-1, tuple(_revcomp(s) for s in _STOPS), ("CAT",),
+                   tuple(_revcomp(s) for s in _STOPS), _revcomp("AG"), _revcomp("GT")),
+)
+
+
+@dataclass
+class _Rule:
+    dst: int
+    src: int            # index into the augmented vector [states, delayed F, NEG]
+    logp: float
+    cond: tuple         # sequence test and its arguments, see _Signals.evaluate
+    strand: int = 0
+    delayed: bool = False
+
+
+class _Machine:
+    """State table, predecessor lists and the rules that gate each transition."""
+
+    def __init__(self, p: DecoderParams):
+        self.names: list[str] = ["IG"]
+        self.chan: list[int] = [_CH_IG]
+        self.kind: list[str] = ["IG"]       # IG / exon / intron
+        self.strand: list[int] = [0]
+        idx: dict[str, int] = {"IG": 0}
+
+        def add(name, chan, kind, strand):
+            idx[name] = len(self.names)
+            self.names.append(name)
+            self.chan.append(chan)
+            self.kind.append(kind)
+            self.strand.append(strand)
+
+        introns: dict[int, list[tuple[int, str | None]]] = {}
+        for sig in _SIGNALS:
+            sg = "+" if sig.strand > 0 else "-"
+            for q in range(3):
+                add(f"N{sg}{q}", _ch_cds(sig.strand, q), "exon", sig.strand)
+            for q in range(3):
+                add(f"E{sg}{q}", _ch_cds(sig.strand, q), "exon", sig.strand)
+            for q in (1, 2):
+                add(f"X{sg}{q}", _ch_cds(sig.strand, q), "exon", sig.strand)
+            introns[sig.strand] = [(ph, pre) for ph, pres in sig.prefixes.items() for pre in pres]
+            for kind, letter in (("intron", "F"), ("intron", "I")):
+                for ph, pre in introns[sig.strand]:
+                    add(f"{letter}{sg}{ph}{pre if pre is not None else '*'}",
+                        _CH_INTRON[sig.strand], kind, sig.strand)
+        self.idx = idx
+        self.S = len(self.names)
+        self.f_states = [i for i, n in enumerate(self.names) if n.startswith("F")]
+        self.nF = len(self.f_states)
+        self.neg_slot = self.S + self.nF
+
+        ig_stay = math.log1p(-1 / p.mean_intergenic)
+        ig_leave = math.log(1 / p.mean_intergenic) + math.log(0.5)
+        ex_stay, ex_leave = math.log1p(-1 / p.mean_exon), math.log(1 / p.mean_exon)
+        in_stay, in_leave = math.log1p(-1 / p.mean_intron), math.log(1 / p.mean_intron)
+        m = p.min_intron
+        rules = [_Rule(0, 0, ig_stay, ("always",))]
+        for sig in _SIGNALS:
+            s, sg = sig.strand, "+" if sig.strand > 0 else "-"
+            N = [idx[f"N{sg}{q}"] for q in range(3)]
+            E = [idx[f"E{sg}{q}"] for q in range(3)]
+            X1, X2 = idx[f"X{sg}1"], idx[f"X{sg}2"]
+            rules += [
+                _Rule(0, E[2], ex_leave, ("exit",), s),
+                _Rule(N[0], 0, ig_leave, ("entry",), s),
+                _Rule(N[1], N[0], ex_stay, ("always",)),
+                _Rule(N[2], N[1], ex_stay, ("always",)),
+                _Rule(E[0], N[2], ex_stay, ("always",)),
+                _Rule(E[0], E[2], ex_stay, ("nostop",), s),
+                _Rule(E[0], X2, ex_stay, ("always",)),
+                _Rule(E[1], E[0], ex_stay, ("always",)),
+                _Rule(E[2], E[1], ex_stay, ("always",)),
+                _Rule(X2, X1, ex_stay, ("always",)),
+            ]
+            for ph, pre in introns[s]:
+                key = f"{ph}{pre if pre is not None else '*'}"
+                F, In = idx[f"F{sg}{key}"], idx[f"I{sg}{key}"]
+                if ph == 0:
+                    rules += [_Rule(F, E[2], ex_leave, ("donor_nostop",), s),
+                              _Rule(F, X2, ex_leave, ("donor",), s),
+                              _Rule(F, N[2], ex_leave, ("donor",), s),
+                              _Rule(E[0], In, in_leave, ("acceptor",), s)]
+                else:
+                    src = E[0] if ph == 1 else E[1]
+                    dst = X1 if ph == 1 else X2
+                    rules += [_Rule(F, src, ex_leave, ("donor_prefix", ph, pre), s),
+                              _Rule(dst, In, in_leave, ("acceptor_ok", ph, pre), s)]
+                rules += [_Rule(In, In, in_stay, ("always",)),
+                          _Rule(In, self.S + self.f_states.index(F), (m - 1) * in_stay,
+                                ("always",), s, delayed=True)]
+        self.rules = rules
+        by_dst: dict[int, list[_Rule]] = {}
+        for r in rules:
+            by_dst.setdefault(r.dst, []).append(r)
+        self.K = max(len(v) for v in by_dst.values())
+        self.pred = np.full((self.S, self.K), self.neg_slot, dtype=np.int64)
+        self.slot: list[tuple[int, _Rule]] = []  # (flat column s*K+k, rule)
+        for dst, rs in by_dst.items():
+            for k, r in enumerate(rs):
+                self.pred[dst, k] = r.src
+                self.slot.append((dst * self.K + k, r))
+        self.chan_idx = np.asarray(self.chan)
+        # per column of the flat [S*K] candidate row: its sequence test, log-probability and,
+        # for the minimum-intron jumps, the strand whose intron scores fill the forced stretch
+        self.gates = sorted({(r.cond, r.strand) for _, r in self.slot}, key=str)
+        gate_index = {g: i for i, g in enumerate(self.gates)}
+        X = self.S * self.K
+        self.gate_of_col = np.full(X, len(self.gates), dtype=np.intp)
+        self.logp_of_col = np.full(X, NEG, dtype=np.float32)
+        delayed = []
+        for col, r in self.slot:
+            self.gate_of_col[col] = gate_index[(r.cond, r.strand)]
+            self.logp_of_col[col] = r.logp
+            if r.delayed:
+                delayed.append((col, r.strand))
+        self.delayed_cols = np.asarray([c for c, _ in delayed], dtype=np.intp)
+        self.delayed_strand = [s for _, s in delayed]
+
+
+# ----------------------------------------------------------------------------- signals
+
+def _codes_padded(seqs: list[np.ndarray], length: int) -> np.ndarray:
+    """[B, length + 6] base codes (0..3, 4 = other) with 3 N on the left and N padding right."""
+    xp = np.full((len(seqs), length + 6), 4, dtype=np.int16)
+    for b, x in enumerate(seqs):
+        xp[b, 3:3 + len(x)] = x
+    return xp
+
+
+class _Signals:
+    """Sequence tests for transitions into positions ``t`` of one block, each ``[B, T]`` bool."""
+
+    def __init__(self, xp: np.ndarray, a: int, b: int):
+        self.xp, self.a, self.b = xp, a, b
+        self._cache: dict = {}
+
+    def base(self, d: int) -> np.ndarray:
+        """Base code at t + d."""
+        return self.xp[:, self.a + 3 + d: self.b + 3 + d]
+
+    def word(self, d: int, n: int) -> np.ndarray:
+        """Id of the n-mer starting at t + d (4**n where a base is not ACGT)."""
+        key = ("w", d, n)
+        if key not in self._cache:
+            w = np.zeros_like(self.base(d), dtype=np.int32)
+            bad = np.zeros(w.shape, dtype=bool)
+            for i in range(n):
+                x = self.base(d + i)
+                w = w * 4 + np.minimum(x, 3)
+                bad |= x >= 4
+            w[bad] = 4 ** n
+            self._cache[key] = w
+        return self._cache[key]
+
+    def isin(self, d: int, words: tuple[str, ...]) -> np.ndarray:
+        n = len(words[0])
+        table = np.zeros(4 ** n + 1, dtype=bool)  # the last entry: a word with N
+        table[[_codon_id_n(w) for w in words]] = True
+        return table[self.word(d, n)]
+
+    def evaluate(self, cond: tuple, sig: _StrandSignals | None) -> np.ndarray:
+        name = cond[0]
+        if name == "always":
+            return np.ones(self.word(0, 1).shape, dtype=bool)
+        if name == "entry":
+            return self.isin(0, sig.entry)
+        if name == "exit":
+            return self.isin(-3, sig.exit)
+        if name == "nostop":
+            return ~self.isin(-3, sig.stops)
+        if name == "donor":
+            return self.isin(0, (sig.donor,))
+        if name == "donor_nostop":
+            return self.isin(0, (sig.donor,)) & ~self.isin(-3, sig.stops)
+        if name == "acceptor":
+            return self.isin(-2, (sig.acceptor,))
+        _, ph, pre = cond
+        known = sorted({s[:ph] for s in sig.stops})
+        if name == "donor_prefix":  # the codon bases read before the intron: t-ph .. t-1
+            seen = self.isin(-ph, tuple(known))
+            match = ~seen if pre is None else self.isin(-ph, (pre,))
+            return self.isin(0, (sig.donor,)) & match
+        if name == "acceptor_ok":  # the rest of the split codon: t .. t + 2 - ph
+            ok = self.isin(-2, (sig.acceptor,))
+            if pre is not None:
+                rest = tuple(s[ph:] for s in sig.stops if s.startswith(pre))
+                ok &= ~self.isin(0, rest)
+            return ok
+        raise AssertionError(name)
+
+
+def _codon_id_n(word: str) -> int:
+    v = 0
+    for c in word:
+        v = v * 4 + _BASES.index(c)
+    return v
+
+
+# ----------------------------------------------------------------------------- emissions
+
+def channel_probs(probs_LC: np.ndarray) -> np.ndarray:
+    """Head probabilities ``[L, 17]`` → the decoder's 9 channels ``[L, 9]`` (float32).
+
+    Channels: IG (everything but CDS and intron), CDS+ at forward codon position 0..2, CDS− at
+    forward codon position 0..2 (= phase 2..0), intron+, intron−.
+    """
+    p = np.asarray(probs_LC, dtype=np.float32)
+    if p.ndim != 2 or p.shape[1] != NUM_CLASSES:
+        raise InputError(f"probabilities must be [L, {NUM_CLASSES}], got {p.shape}")
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise InputError("probabilities must be finite and non-negative")
+    cds_p = p[:, list(CDS_PLUS)]
+    cds_m = p[:, list(CDS_MINUS)][:, ::-1]  # forward position q = phase 2 - q
+    intr = p[:, [INDEX["intron+"], INDEX["intron-"]]]
+    ig = p.sum(1) - cds_p.sum(1) - cds_m.sum(1) - intr.sum(1)
+    return np.concatenate([ig[:, None], cds_p, cds_m, intr], axis=1)
+
+
+def emissions(ch_LC: np.ndarray, prior_C: np.ndarray | None, floor: float) -> np.ndarray:
+    """Log-scores ``[L, 9]``: log channel probability, minus log prior when one is given."""
+    e = np.log(np.maximum(ch_LC, floor))
+    if prior_C is not None:
+        e -= np.log(np.maximum(np.asarray(prior_C, dtype=np.float64), floor))
+    return e.astype(np.float32)
+
+
+# ----------------------------------------------------------------------------- Viterbi
+
+_MACHINES: dict[DecoderParams, _Machine] = {}
+
+
+def _machine(p: DecoderParams) -> _Machine:
+    if p not in _MACHINES:
+        _MACHINES[p] = _Machine(p)
+    return _MACHINES[p]
+
+
+def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderParams,
+                   block: int = 4096) -> list[np.ndarray]:
+    """State path of every sequence of the batch, each int16 ``[L_b]``."""
+    mc = _machine(p)
+    B, S, K, m = len(codes), mc.S, mc.K, p.min_intron
+    lens = [len(x) for x in codes]
+    Lmax = max(lens)
+    xp = _codes_padded(codes, Lmax)
+    ch_BLC = np.full((B, Lmax, 9), NEG, dtype=np.float64)
+    ch_BLC[:, :, _CH_IG] = 0.0
+    # cumulative intron log-scores per strand for the forced minimum-length stretch
+    cum = {s: np.zeros((B, Lmax + 1)) for s in (1, -1)}
+    for b, c in enumerate(chans):
+        ch_BLC[b, :len(c)] = c
+        for s in (1, -1):
+            cum[s][b, 1:len(c) + 1] = np.cumsum(c[:, _CH_INTRON[s]], dtype=np.float64)
+            cum[s][b, len(c) + 1:] = cum[s][b, len(c)]
+    # hist holds the scores of the last m positions (row t % m; column S is a constant NEG), so
+    # one gather reads both V[t-1] and the first-intron-base scores F[t-m+1].
+    hist = np.full((B, m, S + 1), NEG)
+    hist[:, (-1) % m, 0] = 0.0  # before the sequence: intergenic
+    flat = hist.reshape(B, m * (S + 1))
+    pred_r = np.empty((m, S * K), dtype=np.intp)
+    for r in range(m):
+        prev, late = (r - 1) % m, (r + 1) % m
+        src = mc.pred.reshape(-1)
+        f_of = np.asarray(mc.f_states + [S])[np.clip(src - S, 0, mc.nF)]
+        pred_r[r] = np.where(src < S, prev * (S + 1) + src,
+                             np.where(src < S + mc.nF, late * (S + 1) + f_of, S))
+    rows = [hist[:, r, :S] for r in range(m)]
+    bp_LBS = np.zeros((Lmax, B, S), dtype=np.int8)
+    cand = np.empty((B, S * K))
+    c3 = cand.reshape(B, S, K)
+    arg_TBS = np.empty((min(block, Lmax), B, S), dtype=np.intp)
+    # the max is read back through the argmax: a reduction over the short last axis is slow
+    first_BS = np.arange(B * S).reshape(B, S) * K
+    where_BS = np.empty((B, S), dtype=np.intp)
+    add = np.add
+    for a in range(0, Lmax, block):
+        e = min(a + block, Lmax)
+        T = e - a
+        tr_TBX, em_TBS = _block_scores(mc, xp, ch_BLC, cum, a, e, m)
+        for i in range(T):
+            r = (a + i) % m
+            flat.take(pred_r[r], axis=1, out=cand)
+            cand += tr_TBX[i]
+            arg = arg_TBS[i]
+            c3.argmax(axis=2, out=arg)
+            add(first_BS, arg, out=where_BS)
+            v = rows[r]
+            cand.take(where_BS, out=v, mode="wrap")
+            add(v, em_TBS[i], out=v)
+        bp_LBS[a:e] = arg_TBS[:T]
+    return [_traceback(bp_LBS[:, b], mc, m, lens[b]) for b in range(B)]
+
+
+def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int):
+    """Transition scores ``[T, B, S*K]`` (float32) and emissions ``[T, B, S]`` for positions
+    a..e-1: each distinct sequence test is evaluated once, then gathered into its columns."""
+    B, T = ch_BLC.shape[0], e - a
+    sig = _Signals(xp, a, e)
+    sig_of = {s.strand: s for s in _SIGNALS}
+    gate_TBG = np.zeros((T, B, len(mc.gates) + 1), dtype=bool)  # last gate: never
+    for g, (cond, strand) in enumerate(mc.gates):
+        gate_TBG[:, :, g] = sig.evaluate(cond, sig_of.get(strand)).T
+    ok_TBX = gate_TBG[:, :, mc.gate_of_col]
+    tr_TBX = np.where(ok_TBX, mc.logp_of_col, np.float32(NEG))
+    if mc.delayed_cols.size:  # forced intron bases t0+1 .. t-1 with t0 = t - m + 1
+        t = np.arange(a, e)
+        lo = np.maximum(t - m + 2, 0)
+        extra = np.stack([cum[s][:, t] - cum[s][:, lo] for s in mc.delayed_strand], axis=-1)
+        cols = mc.delayed_cols
+        tr_TBX[:, :, cols] = np.where(ok_TBX[:, :, cols], tr_TBX[:, :, cols]
+                                      + extra.transpose(1, 0, 2), np.float32(NEG))
+    em_TBS = np.ascontiguousarray(ch_BLC[:, a:e][:, :, mc.chan_idx].transpose(1, 0, 2))
+    return tr_TBX, em_TBS
+
+
+def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, length: int) -> np.ndarray:
+    """Walk the back-pointers from IG at the end of the padded batch; keep the first L."""
+    pred = mc.pred.tolist()
+    f_states = mc.f_states
+    S = mc.S
+    L = bp_LS.shape[0]
+    path = np.zeros(L, dtype=np.int16)
+    t, s = L - 1, 0
+    while t >= 0:
+        path[t] = s
+        src = pred[s][int(bp_LS[t, s])]
+        if src >= S:  # the forced minimum-length stretch of an intron, back to its first base
+            assert src < S + len(f_states), "traceback reached an impossible state"
+            t0 = t - m + 1
+            path[t0 + 1:t] = s
+            t, s = t0, f_states[src - S]
+            continue
+        s, t = src, t - 1
+    assert s == 0, "path does not start in IG"
+    return path[:length]
+
+
+def _genes_from_path(path: np.ndarray, ch_LC: np.ndarray, em_LC: np.ndarray, mc: _Machine,
+                     contig: str, p: DecoderParams) -> list[SplicedGene]:
+    """Genes of a state path; ``score`` = mean channel probability of the decoded CDS bases,
+    ``attrs["log_odds"]`` = emission gain of the gene's path over intergenic on its span."""
+    kind = np.asarray(mc.kind)[path]
+    exon = kind == "exon"
+    in_gene = kind != "IG"
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], in_gene.astype(np.int8), [0]])))
+    strand_of = np.asarray(mc.strand)
+    rows = np.arange(len(path))
+    prob = ch_LC[rows, mc.chan_idx[path]]
+    gain = em_LC[rows, mc.chan_idx[path]].astype(np.float64) - em_LC[:, _CH_IG]
+    genes = []
+    for gs, ge in zip(edges[::2], edges[1::2]):
+        ex = np.concatenate([[0], exon[gs:ge].astype(np.int8), [0]])
+        e2 = np.flatnonzero(np.diff(ex))
+        cds = tuple((int(gs + s), int(gs + e)) for s, e in zip(e2[::2], e2[1::2]))
+        g = SplicedGene(contig, int(strand_of[path[gs]]), cds,
+                        float(np.mean(prob[gs:ge][exon[gs:ge]])),
+                        {"log_odds": round(float(gain[gs:ge].sum()), 3)})
+        if g.cds_length >= p.min_cds:
+            genes.append(g)
+    return genes
+
+
+def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndarray], *,
+                params: DecoderParams | None = None, prior: np.ndarray | None = None,
+                batch_size: int = 64, max_batch_bases: int = 2_000_000) -> list[SplicedGene]:
+    """Decode every record; records of similar length run as one batch.
+
+    Emissions are log P(channel | sequence) from the head; with ``params.scaled`` (the default)
+    they are divided by a prior, as in hybrid neural-network/HMM decoders, so that a state
+    scores by how much the head's evidence moves it away from its base rate (a head that
+    always outputs its average says nothing and leaves the length priors in charge). The prior
+    is ``prior`` (9 channel probabilities, see :func:`channel_probs`) or, by default, the mean
+    channel probability over all bases of ``records``: no labels are used, and the result
+    depends on which records are decoded together.
+
+    Args:
+        records: ``(contig, sequence)`` pairs.
+        probs: contig → head probabilities ``[L, 17]`` (rows sum to 1).
+        params: decoder settings; defaults to :class:`DecoderParams`.
+        prior: channel prior ``[9]`` overriding the mean over the input.
+        batch_size: most records per batch.
+        max_batch_bases: most ``records × padded length`` per batch (bounds the back-pointer
+            memory: one byte per state and base).
+
+    Returns:
+        genes in record order, then by start.
+    """
+    p = params or DecoderParams()
+    mc = _machine(p)
+    items = []
+    for i, (name, seq) in enumerate(records):
+        if name not in probs:
+            raise InputError(f"no probabilities for record {name!r}")
+        x = encode(seq)
+        ch = channel_probs(probs[name])
+        if len(ch) != len(x):
+            raise InputError(f"{name}: {len(ch)} rows of probabilities for {len(x)} bases")
+        if len(x):
+            items.append((i, name, x, ch))
+    if not items:
+        return []
+    if p.scaled and prior is None:
+        total = sum(it[3].sum(0, dtype=np.float64) for it in items)
+        prior = total / sum(len(it[2]) for it in items)
+    prior = prior if p.scaled else None
+    items.sort(key=lambda it: (len(it[2]), it[0]))
+    out: dict[int, list[SplicedGene]] = {}
+    j = 0
+    while j < len(items):
+        k = j + 1
+        while (k < len(items) and k - j < batch_size
+               and (k - j + 1) * len(items[k][2]) <= max_batch_bases):
+            k += 1
+        batch = items[j:k]
+        ems = [emissions(it[3], prior, p.floor) for it in batch]
+        paths = _viterbi_batch([it[2] for it in batch], ems, p)
+        for (i, name, _, ch), em, path in zip(batch, ems, paths):
+            out[i] = _genes_from_path(path, ch, em, mc, name, p)
+        j = k
+    return [g for i in sorted(out) for g in out[i]]
+
+
+def decode(seq: bytes | str, probs_LC: np.ndarray, *, contig: str = "seq",
+           params: DecoderParams | None = None, prior: np.ndarray | None = None
+           ) -> list[SplicedGene]:
+    """Genes of one sequence from its head probabilities ``[L, 17]`` (see :func:`decode_many`)."""
+    return decode_many([(contig, seq)], {contig: probs_LC}, params=params, prior=prior)
+
+
+def oracle_probs(labels_L: np.ndarray, confidence: float = 0.9) -> np.ndarray:
+    """Smoothed one-hot probabilities ``[L, 17]`` from class ids, for tests and for the
+    decoder's ceiling on annotated data. Unknown bases (``-100``) get the mean of the known
+    rows, which the default prior scaling turns into no evidence either way."""
+    y = np.asarray(labels_L)
+    if not 1 / NUM_CLASSES < confidence <= 1:
+        raise ValueError(f"confidence must lie in (1/{NUM_CLASSES}, 1], got {confidence}")
+    p = np.full((len(y), NUM_CLASSES), (1 - confidence) / (NUM_CLASSES - 1), dtype=np.float32)
+    known = y >= 0
+    p[np.flatnonzero(known), y[known]] = confidence
+    p[~known] = p[known].mean(0) if known.any() else 1 / NUM_CLASSES
+    return p
+
+
+# ----------------------------------------------------------------------------- outputs
+
+def gene_masks(genes: list[SplicedGene], contig: str, length: int,
+               strand: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean ``[L]`` CDS and intron masks of the genes on ``contig`` (CDS wins overlaps)."""
+    cds = np.zeros(length, dtype=bool)
+    intron = np.zeros(length, dtype=bool)
+    for g in genes:
+        if g.contig != contig or (strand is not None and g.strand != strand):
+            continue
+        for s, e in g.cds:
+            cds[s:e] = True
+        for s, e in g.introns:
+            intron[s:e] = True
+    return cds, intron & ~cds
+
+
+def write_gff3(path, genes: list[SplicedGene], lengths: dict[str, int], *,
+               source: str = "genoctx") -> None:
+    """GFF3 with gene → mRNA → CDS (one row per exon, ``Parent`` links, CDS phase column)."""
+    from genoctx.io.atomic import atomic_open
+    from genoctx.io.writers import _attrs, _esc_seqid, _fmt_score, _gff_interval
+
+    order = {c: i for i, c in enumerate(lengths)}
+    missing = sorted({g.contig for g in genes} - set(order))
+    if missing:
+        raise InputError(f"no length given for contig(s) {', '.join(missing[:5])}")
+    lines = ["##gff-version 3"]
+    lines += [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items()]
+    count: dict[str, int] = {}
+    for g in sorted(genes, key=lambda g: (order[g.contig], g.start, g.end, g.strand)):
+        if g.start < 0 or g.end > lengths[g.contig]:
+            raise InputError(f"gene {g.start}-{g.end} lies outside {g.contig}")
+        count[g.contig] = count.get(g.contig, 0) + 1
+        gid = f"{g.contig}_{count[g.contig]}"
+        st = "+" if g.strand > 0 else "-"
+        lo, hi = _gff_interval(g.start, g.end)
+        col = [_esc_seqid(g.contig), source]
+        lines.append("\t".join(col + ["gene", str(lo), str(hi), _fmt_score(g.score), st, ".",
+                                      _attrs([("ID", gid)])]))
+        lines.append("\t".join(col + ["mRNA", str(lo), str(hi), _fmt_score(g.score), st, ".",
+                                      _attrs([("ID", f"mrna_{gid}"), ("Parent", gid)])]))
+        phases, done = {}, 0
+        for s, e in (g.cds if g.strand > 0 else g.cds[::-1]):  # phase along transcription
+            phases[(s, e)] = (3 - done % 3) % 3
+            done += e - s
+        for s, e in g.cds:  # rows in position order
+            lo, hi = _gff_interval(s, e)
+            lines.append("\t".join(col + ["CDS", str(lo), str(hi), ".", st, str(phases[(s, e)]),
+                                          _attrs([("ID", f"cds_{gid}"),
+                                                  ("Parent", f"mrna_{gid}")])]))
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write("\n".join(lines) + "\n")

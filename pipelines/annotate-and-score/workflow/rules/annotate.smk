@@ -1,0 +1,78 @@
+# Annotate each sample in shards: plan the shards (checkpoint), run `genoctx annotate` on each,
+# then merge the shards into one GFF3, BED and bedGraph per track.
+
+
+checkpoint plan_shards:
+    input:
+        fasta=lambda wc: sample_file(wc.sample, "fasta"),
+    output:
+        directory("results/annotate/{sample}/shards"),
+    params:
+        shard_bases=config["annotate"]["shard_bases"],
+        pack_below=config["annotate"]["pack_below"],
+        overlap=config["annotate"]["chunk_overlap"],
+    log:
+        "logs/annotate/{sample}/plan_shards.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/genoctx.yaml"
+    script:
+        "../scripts/plan_shards.py"
+
+
+rule annotate_shard:
+    input:
+        fasta=lambda wc: sample_file(wc.sample, "fasta"),
+        regions="results/annotate/{sample}/shards/{shard}.bed",
+    output:
+        gff3="results/annotate/{sample}/parts/{shard}.gff3",
+        bed="results/annotate/{sample}/parts/{shard}.bed",
+        bedgraph=expand("results/annotate/{{sample}}/parts/{{shard}}.{track}.bedgraph",
+                        track=TRACKS),
+    params:
+        prefix=lambda wc, output: output.gff3[: -len(".gff3")],
+        formats="gff3,bed,bedgraph" if TRACKS else "gff3,bed",
+        model=config["model"],
+        device=config["device"],
+        context=config["annotate"]["context"],
+        window_overlap=config["annotate"]["window_overlap"],
+        batch_size=config["annotate"]["batch_size"],
+    log:
+        "logs/annotate/{sample}/{shard}.log",
+    threads: config["annotate"]["threads"]
+    resources:
+        mem_mb=config["annotate"]["mem_mb"],
+        runtime=config["annotate"]["runtime"],
+        gpu=config["annotate"]["gpu"],
+    conda:
+        "../envs/genoctx.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} genoctx annotate {input.fasta:q} --regions {input.regions:q}"
+        " --out {params.prefix:q} --formats {params.formats} --model {params.model:q}"
+        " --device {params.device} --context {params.context}"
+        " --overlap {params.window_overlap} --batch-size {params.batch_size}"
+        " > {log:q} 2>&1"
+
+
+rule merge_annotation:
+    input:
+        unpack(merge_inputs),
+    output:
+        gff3="results/annotate/{sample}.gff3",
+        bed="results/annotate/{sample}.bed",
+        bedgraph=expand("results/annotate/{{sample}}.{track}.bedgraph", track=TRACKS),
+    params:
+        tracks=TRACKS,
+    log:
+        "logs/annotate/{sample}/merge.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/genoctx.yaml"
+    script:
+        "../scripts/merge_annotation.py"

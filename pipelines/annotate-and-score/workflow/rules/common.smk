@@ -1,0 +1,173 @@
+# Sample sheet, path resolution, and the input functions shared by the rules.
+
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+from snakemake.exceptions import WorkflowError
+
+SAMPLE_COLUMNS = ("sample", "fasta", "bam", "vcf", "truth")
+OPTIONAL_COLUMNS = ("bam", "vcf", "truth")
+# Probability tracks written by `genoctx annotate` (one bedGraph each); none without a model.
+TRACKS = ["CDS_plus", "CDS_minus", "RNA"] if config["model"] != "none" else []
+
+
+def read_sample_sheet(path):
+    """The sample sheet as strings, empty cells as '' and absent optional columns added."""
+    if not Path(path).is_file():
+        raise WorkflowError(f"sample sheet {path} not found (config key 'samples')")
+    # no comment character: '#' is legal in file names
+    sheet = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    sheet.columns = [c.strip() for c in sheet.columns]
+    unknown = sorted(set(sheet.columns) - set(SAMPLE_COLUMNS))
+    missing = [c for c in ("sample", "fasta") if c not in sheet.columns]
+    if unknown or missing:
+        raise WorkflowError(f"{path}: the columns are {', '.join(SAMPLE_COLUMNS)} (sample and "
+                            f"fasta required, tab-separated); got {', '.join(sheet.columns)}")
+    for column in OPTIONAL_COLUMNS:
+        if column not in sheet.columns:
+            sheet[column] = ""
+    sheet = sheet.apply(lambda col: col.str.strip())
+    return sheet.set_index("sample", drop=False)
+
+
+def data_root():
+    """config['data_root'], else $GENOCTX_DATA_ROOT, else ../shared/data (genoctx's default)."""
+    if config["data_root"]:
+        return Path(os.path.expandvars(config["data_root"])).expanduser()
+    from genoctx.io.dataroot import default_data_root
+
+    return default_data_root()
+
+
+def _candidates(value):
+    path = Path(os.path.expandvars(value)).expanduser()
+    if path.is_absolute():
+        return [path]
+    root = data_root()
+    return [path] + ([root / path] if root is not None else [])
+
+
+def sample_file(sample, column):
+    """The resolved path of a sample's file ('' when the cell is empty)."""
+    value = samples.loc[sample, column]
+    if not value:
+        return ""
+    found = [p for p in _candidates(value) if p.exists()]
+    return str(found[0] if found else _candidates(value)[0])
+
+
+def has(sample, column):
+    return bool(samples.loc[sample, column])
+
+
+def check_samples(sheet):
+    """Unique names, every named file present, and a model when variants are to be scored."""
+    dupes = sorted(sheet["sample"][sheet["sample"].duplicated()].unique())
+    if dupes:
+        raise WorkflowError(f"sample name(s) repeated in the sample sheet: {', '.join(dupes)}")
+    missing = []
+    for sample, row in sheet.iterrows():
+        for column in SAMPLE_COLUMNS[1:]:
+            if row[column] and not any(p.exists() for p in _candidates(row[column])):
+                tried = " or ".join(str(p) for p in _candidates(row[column]))
+                missing.append(f"{sample} {column}: {tried}")
+    if missing:
+        raise WorkflowError("sample files not found (relative paths are looked up in the "
+                            "working directory, then under data_root = "
+                            f"{data_root()}):\n  " + "\n  ".join(missing))
+    if config["model"] == "none" and (sheet["vcf"] != "").any():
+        raise WorkflowError("model: none cannot score variants; give a model or remove the "
+                            "vcf column")
+
+
+samples = read_sample_sheet(config["samples"])
+
+
+wildcard_constraints:
+    sample="|".join(map(re.escape, samples.index)) or "(?!x)x",
+    shard=r"\d+",
+    chunk=r"\d+",
+    track="|".join(TRACKS) or "(?!x)x",
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def annotation_outputs(sample):
+    prefix = f"results/annotate/{sample}"
+    return [f"{prefix}.gff3", f"{prefix}.bed"] + [f"{prefix}.{t}.bedgraph" for t in TRACKS]
+
+
+def all_outputs():
+    out = []
+    for sample in samples.index:
+        out += annotation_outputs(sample)
+        if has(sample, "vcf"):
+            out += [f"results/score/{sample}.vcf.gz", f"results/score/{sample}.vcf.gz.tbi"]
+        if has(sample, "truth"):
+            out.append(f"results/evaluate/{sample}/metrics.json")
+        if has(sample, "bam"):
+            out.append(f"results/evaluate/{sample}/read_support.tsv")
+    return out + ["results/report/samples.tsv", "results/report/summary.png"]
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def shard_ids(sample):
+    """Shard numbers of a sample, known once its plan_shards checkpoint has run."""
+    folder = checkpoints.plan_shards.get(sample=sample).output[0]
+    return sorted(glob_wildcards(os.path.join(folder, "{shard}.bed")).shard, key=int)
+
+
+def chunk_ids(sample):
+    """VCF chunk numbers of a sample, known once its split_vcf checkpoint has run."""
+    folder = checkpoints.split_vcf.get(sample=sample).output[0]
+    return sorted(glob_wildcards(os.path.join(folder, "{chunk}.vcf")).chunk, key=int)
+
+
+def merge_inputs(wc):
+    """Every shard's regions, GFF3 and bedGraphs, in shard order (rule merge_annotation)."""
+    shards = shard_ids(wc.sample)
+    part = f"results/annotate/{wc.sample}/parts/{{shard}}"
+    return {
+        "regions": expand(f"results/annotate/{wc.sample}/shards/{{shard}}.bed", shard=shards),
+        "gff3": expand(f"{part}.gff3", shard=shards),
+        "bedgraph": expand(f"{part}.{{track}}.bedgraph", shard=shards, track=TRACKS),
+    }
+
+
+def scored_chunks(wc):
+    """Every scored chunk of a sample's VCF, in input order (rule concat_scored)."""
+    return expand(f"results/score/{wc.sample}/scored/{{chunk}}.vcf", chunk=chunk_ids(wc.sample))
+
+
+def score_annotation(wc):
+    """The sample's merged GFF3 when consequences come from the predicted annotation."""
+    if config["score"]["annotation"] == "predicted":
+        return f"results/annotate/{wc.sample}.gff3"
+    return []
+
+
+def report_samples():
+    """Per sample, the paths the report reads ('' when the sample lacks that stage)."""
+    rows = []
+    for s in samples.index:
+        rows.append({
+            "sample": s,
+            "fasta": sample_file(s, "fasta"),
+            "gff3": f"results/annotate/{s}.gff3",
+            "shards": f"results/annotate/{s}/shards",
+            "vcf": f"results/score/{s}.vcf.gz" if has(s, "vcf") else "",
+            "metrics": f"results/evaluate/{s}/metrics.json" if has(s, "truth") else "",
+            "reads": f"results/evaluate/{s}/read_support.tsv" if has(s, "bam") else "",
+        })
+    return rows
+
+
+def report_inputs(wc):
+    """Every file the report reads, so that it runs after all of them."""
+    keys = ("gff3", "shards", "vcf", "metrics", "reads")
+    return [row[k] for row in report_samples() for k in keys if row[k]]

@@ -1,0 +1,146 @@
+"""Merge the annotated shards of one sample into one GFF3, BED and bedGraph per track.
+
+Each shard (``plan_shards.py``) annotated regions wider than their *cores*; a gene or RNA is
+kept only from the shard whose core holds its 3' end (the stop codon of a gene), and each
+bedGraph interval is clipped to its shard's cores. The cores of a contig partition it, so
+every feature and every base is written once. The GFF3 and BED are rewritten with genoctx's
+own writers: one ``##gff-version 3`` line, one ``##sequence-region`` per contig of the FASTA,
+and IDs numbered again per contig in position order (unique across shards).
+"""
+
+# No `from __future__` imports: Snakemake runs this file after a preamble of its own.
+
+import contextlib
+import sys
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import unquote
+
+RNA_TYPES = ("tRNA", "rRNA", "ncRNA")
+Cores = dict[str, list[tuple[int, int]]]  # contig -> core intervals (0-based half-open)
+
+
+def read_cores(bed: str | Path) -> Cores:
+    """The cores of one shard from its plan BED (name column ``core=a-b``)."""
+    cores: Cores = defaultdict(list)
+    for line in Path(bed).read_text().splitlines():
+        contig, _, _, name = line.split("\t")[:4]
+        a, b = name.removeprefix("core=").split("-")
+        cores[contig].append((int(a), int(b)))
+    return dict(cores)
+
+
+def three_prime(feature) -> int:
+    """0-based position of a feature's last base along its strand."""
+    return feature.start if feature.strand == -1 else feature.end - 1
+
+
+def owned(feature, cores: Cores) -> bool:
+    pos = three_prime(feature)
+    return any(a <= pos < b for a, b in cores.get(feature.contig, ()))
+
+
+def read_header(gff3: str | Path) -> tuple[dict[str, int], str | None]:
+    """Contig lengths (``##sequence-region``, in order) and the model digest of the gene lines."""
+    lengths, sha = {}, None
+    with open(gff3) as fh:
+        for line in fh:
+            if line.startswith("##sequence-region"):
+                _, name, _, end = line.split()
+                lengths[unquote(name)] = int(end)
+            elif sha is None and "\tgene\t" in line and "model_sha256=" in line:
+                sha = line.rstrip("\n").split("model_sha256=")[1].split(";")[0]
+    return lengths, sha
+
+
+def read_rnas(gff3: str | Path) -> list:
+    """The RNA features (tRNA/rRNA/ncRNA lines) of a genoctx GFF3 as RNACalls."""
+    from genoctx.heads.decoder import RNACall
+
+    rnas = []
+    with open(gff3) as fh:
+        for line in fh:
+            col = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(col) != 9 or col[2] not in RNA_TYPES:
+                continue
+            strand = {"+": 1, "-": -1}.get(col[6], 0)
+            score = float("nan") if col[5] == "." else float(col[5])
+            rnas.append(RNACall(unquote(col[0]), int(col[3]) - 1, int(col[4]), strand, col[2],
+                                score))
+    return rnas
+
+
+def merge_features(shards: list[tuple[Cores, str | Path]]) -> tuple[list, list, dict, str | None]:
+    """Genes, RNAs, contig lengths and model digest of all shards, each feature kept once."""
+    from genoctx.io.writers import read_gff3_genes
+
+    genes, rnas, lengths, sha = [], [], {}, None
+    for cores, gff3 in shards:
+        shard_lengths, shard_sha = read_header(gff3)
+        for contig, n in shard_lengths.items():
+            lengths.setdefault(contig, n)
+        sha = sha or shard_sha
+        genes += [g for g in read_gff3_genes(gff3) if owned(g, cores)]
+        rnas += [r for r in read_rnas(gff3) if owned(r, cores)]
+    return genes, rnas, lengths, sha
+
+
+def clip_bedgraph(path: str | Path, cores: Cores) -> list[tuple[str, int, int, str]]:
+    """The intervals of one shard's bedGraph, clipped to its cores."""
+    out = []
+    with open(path) as fh:
+        for line in fh:
+            if line.startswith(("track", "#", "browser")) or not line.strip():
+                continue
+            contig, lo, hi, value = line.rstrip("\n").split("\t")
+            for a, b in cores.get(contig, ()):
+                s, e = max(int(lo), a), min(int(hi), b)
+                if s < e:
+                    out.append((contig, s, e, value))
+    return out
+
+
+def merge_bedgraph(parts: list[tuple[Cores, str | Path]], order: dict[str, int], name: str,
+                   out: str | Path) -> None:
+    """One bedGraph from shard tracks: clipped, sorted, equal neighbours joined."""
+    from genoctx.io.atomic import atomic_open
+
+    rows = sorted((r for cores, path in parts for r in clip_bedgraph(path, cores)),
+                  key=lambda r: (order.get(r[0], len(order)), r[0], r[1]))
+    joined: list[list] = []
+    for contig, s, e, v in rows:
+        last = joined[-1] if joined else None
+        if last and last[0] == contig and last[2] == s and last[3] == v:
+            last[2] = e
+        else:
+            joined.append([contig, s, e, v])
+    with atomic_open(out, "w", newline="\n") as fh:
+        fh.write(f'track type=bedGraph name="{name}"\n')
+        fh.writelines(f"{c}\t{s}\t{e}\t{v}\n" for c, s, e, v in joined)
+
+
+def main(smk) -> None:
+    from genoctx.io.writers import write_bed, write_gff3
+
+    cores = [read_cores(p) for p in smk.input.regions]
+    genes, rnas, lengths, sha = merge_features(list(zip(cores, smk.input.gff3)))
+    write_gff3(smk.output.gff3, genes, rnas, lengths,
+               attrs={"model_sha256": sha} if sha else None)
+    write_bed(smk.output.bed, genes, rnas)
+    order = {c: i for i, c in enumerate(lengths)}
+    tracks = list(smk.params.tracks)
+    for track, out in zip(tracks, smk.output.bedgraph):
+        # `genoctx annotate --out PREFIX` writes PREFIX.gff3 beside PREFIX.<track>.bedgraph
+        paths = [f"{gff3[: -len('.gff3')]}.{track}.bedgraph" for gff3 in smk.input.gff3]
+        merge_bedgraph(list(zip(cores, paths)), order, track, out)
+    print(f"{len(cores)} shards -> {len(genes)} genes, {len(rnas)} RNAs", file=sys.stderr)
+
+
+if "snakemake" in globals():
+    with open(snakemake.log[0], "w") as _log, contextlib.redirect_stderr(_log):  # noqa: F821
+        try:
+            main(snakemake)  # noqa: F821 (injected by Snakemake)
+        except BaseException:
+            traceback.print_exc()  # into the log, not only the Snakemake console
+            raise

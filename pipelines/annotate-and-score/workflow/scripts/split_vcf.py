@@ -1,0 +1,81 @@
+"""Split one VCF/BCF into chunks of at most N records (checkpoint ``split_vcf``).
+
+Chunks are plain-text VCFs ``0000.vcf``, ``0001.vcf`` ... each with the full header, in input
+order, so that concatenating the scored chunks in order gives back the input order. The input
+must be sorted by position within contiguous contigs (what tabix needs to index the result);
+an unsorted file is refused here, before any scoring, with the fix in the message.
+"""
+
+# No `from __future__` imports: Snakemake runs this file after a preamble of its own.
+
+import contextlib
+import sys
+import traceback
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+
+
+class UnsortedVCF(ValueError):
+    pass
+
+
+def sorted_lines(vf, vcf: str | Path) -> Iterator[str]:
+    """The records of an open ``pysam.VariantFile`` as text, checking the sort order."""
+    done: set[str] = set()
+    contig, last = None, 0
+    for rec in vf:
+        if rec.chrom != contig:
+            if rec.chrom in done:
+                raise UnsortedVCF(f"{vcf}: records of {rec.chrom} are not contiguous (again at "
+                                  f"position {rec.pos}); sort the VCF first (bcftools sort)")
+            if contig is not None:
+                done.add(contig)
+            contig, last = rec.chrom, 0
+        if rec.pos < last:
+            raise UnsortedVCF(f"{vcf}: {rec.chrom}:{rec.pos} comes after position {last}; sort "
+                              "the VCF first (bcftools sort)")
+        last = rec.pos
+        yield str(rec)
+
+
+def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
+    """Write the chunks of ``vcf`` into ``folder``; returns their paths (one header-only chunk
+    when the VCF has no records)."""
+    import pysam
+
+    if records < 1:
+        raise ValueError("records per chunk must be at least 1")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    n = 0
+    old = pysam.set_verbosity(0)
+    try:
+        with pysam.VariantFile(str(vcf)) as vf:
+            header = str(vf.header)
+            lines = sorted_lines(vf, vcf)
+            while batch := list(islice(lines, records)):
+                paths.append(folder / f"{len(paths):04d}.vcf")
+                paths[-1].write_text(header + "".join(batch))
+                n += len(batch)
+            if not paths:
+                paths.append(folder / "0000.vcf")
+                paths[0].write_text(header)
+    finally:
+        pysam.set_verbosity(old)
+    print(f"{n} records -> {len(paths)} chunks", file=sys.stderr)
+    return paths
+
+
+def main(smk) -> None:
+    split(smk.input.vcf, smk.output[0], int(smk.params.records))
+
+
+if "snakemake" in globals():
+    with open(snakemake.log[0], "w") as _log, contextlib.redirect_stderr(_log):  # noqa: F821
+        try:
+            main(snakemake)  # noqa: F821 (injected by Snakemake)
+        except BaseException:
+            traceback.print_exc()  # into the log, not only the Snakemake console
+            raise

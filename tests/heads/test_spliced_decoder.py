@@ -1,0 +1,288 @@
+"""Spliced gene-structure decoder: hand-built genes on both strands, splice and frame rules,
+stop codons, a real C. elegans locus with oracle probabilities, the GFF3 writer, symmetry."""
+
+import tarfile
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from genoctx.errors import InputError
+from genoctx.heads import spliced_decoder as sd
+from genoctx.heads.classes import INDEX, NUM_CLASSES, RC_PERMUTATION
+from genoctx.io.annotation import label_tracks, read_features
+
+COMP = str.maketrans("ACGT", "TGCA")
+STOPS = {"TAA", "TAG", "TGA"}
+INV_RC = np.argsort(RC_PERMUTATION)  # column j of the reverse complement's probabilities
+
+
+def revcomp(s: str) -> str:
+    return s.translate(COMP)[::-1]
+
+
+def labels_for(length: int, genes: list[tuple[int, list[tuple[int, int]]]]) -> np.ndarray:
+    """Head class ids for genes given as (strand, CDS exons ascending); codon positions counted
+    along each gene from its first CDS base."""
+    y = np.zeros(length, dtype=np.int64)
+    for strand, cds in genes:
+        order = cds if strand > 0 else cds[::-1]
+        done = 0
+        for s, e in order:
+            pos = (done + np.arange(e - s)) % 3
+            y[s:e] = (1 + pos if strand > 0 else 4 + pos)[:: 1 if strand > 0 else -1]
+            done += e - s
+        for (_, a), (b, _) in pairwise(cds):
+            y[a:b] = INDEX["intron+" if strand > 0 else "intron-"]
+    return y
+
+
+def rc_probs(p: np.ndarray) -> np.ndarray:
+    return p[::-1][:, INV_RC]
+
+
+def spliced(seq: str, g: sd.SplicedGene) -> str:
+    s = "".join(seq[a:b] for a, b in g.cds)
+    return s if g.strand > 0 else revcomp(s)
+
+
+def check_gene(seq: str, g: sd.SplicedGene, min_intron: int = 30) -> None:
+    """Every rule the decoder promises, read along the gene's strand."""
+    cds = spliced(seq, g)
+    assert len(cds) % 3 == 0 and len(cds) >= 60
+    codons = [cds[i:i + 3] for i in range(0, len(cds), 3)]
+    assert codons[0] == "ATG" and codons[-1] in STOPS
+    assert not STOPS & set(codons[:-1]), "in-frame stop inside the CDS"
+    for a, b in g.introns:
+        intron = seq[a:b] if g.strand > 0 else revcomp(seq[a:b])
+        assert b - a >= min_intron and intron[:2] == "GT" and intron[-2:] == "AG"
+    for (_, a), (b, _) in pairwise(g.cds):
+        assert a < b
+
+
+# exon 1 = ATG + 10 codons + 2 bases (a phase-2 intron), exon 2 = 1 base + 8 codons + TAA
+FLANK_L = "CCTTGCACCTGACCTTGCACCTTGCAACCTTGCACCTAGCACCTTGCACC"
+EXON1 = "ATG" + "GCTAAAGAACTGCCAGGTCGTATCGAAAAC" + "GC"
+INTRON = "GTAAGT" + "TTCTTCTCCTTTCCTTCTTCTCCTTTCC" + "TTTCAG"
+EXON2 = "C" + "GAACGTCTGAAAGCTATTGAAGAC" + "TAA"
+FLANK_R = "CACCTTGCAACCTTGGACCTTGCACCTAGCACCTTCCAACCTTGCCTTGC"
+
+
+def two_exon(exon1=EXON1, intron=INTRON, exon2=EXON2):
+    seq = FLANK_L + exon1 + intron + exon2 + FLANK_R
+    a = len(FLANK_L)
+    b = a + len(exon1)
+    c = b + len(intron)
+    cds = [(a, b), (c, c + len(exon2))]
+    return seq, cds
+
+
+def test_two_exon_gene_plus_strand():
+    seq, cds = two_exon()
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    genes = sd.decode(seq, p, contig="x")
+    assert [(g.strand, g.cds) for g in genes] == [(1, tuple(cds))]
+    assert genes[0].introns == ((cds[0][1], cds[1][0]),)
+    check_gene(seq, genes[0])
+    assert genes[0].score == pytest.approx(0.9, abs=1e-6)
+
+
+def test_two_exon_gene_minus_strand_is_the_mirror():
+    seq, cds = two_exon()
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    L = len(seq)
+    rseq = revcomp(seq)
+    genes = sd.decode(rseq, rc_probs(p), contig="x")
+    mirrored = tuple(sorted((L - e, L - s) for s, e in cds))
+    assert [(g.strand, g.cds) for g in genes] == [(-1, mirrored)]
+    check_gene(rseq, genes[0])
+    # the − strand labels built directly give the same answer
+    direct = sd.oracle_probs(labels_for(L, [(-1, list(mirrored))]))
+    assert [(g.strand, g.cds) for g in sd.decode(rseq, direct)] == [(-1, mirrored)]
+
+
+@pytest.mark.parametrize("where", ["donor", "acceptor"])
+def test_no_intron_without_gt_ag(where):
+    intron = ("GC" + INTRON[2:]) if where == "donor" else (INTRON[:-2] + "AC")
+    seq, cds = two_exon(intron=intron)
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    genes = sd.decode(seq, p)
+    assert all(g.introns != ((cds[0][1], cds[1][0]),) for g in genes)
+    for g in genes:
+        check_gene(seq, g)
+    # the same on the − strand
+    rseq = revcomp(seq)
+    for g in sd.decode(rseq, rc_probs(p)):
+        check_gene(rseq, g)
+
+
+def test_minimum_intron_length():
+    short = "GTAAGT" + "TTCTTCTCCTTTC" + "TTTCAG"  # 25 bp
+    seq, cds = two_exon(intron=short)
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    intron = ((cds[0][1], cds[1][0]),)
+    assert all(g.introns != intron for g in sd.decode(seq, p))
+    (g,) = sd.decode(seq, p, params=sd.DecoderParams(min_intron=25))
+    assert g.introns == intron
+    L = len(seq)
+    (g,) = sd.decode(revcomp(seq), rc_probs(p), params=sd.DecoderParams(min_intron=25))
+    assert g.introns == ((L - intron[0][1], L - intron[0][0]),)
+    assert all(len(g.introns) == 0 for g in sd.decode(revcomp(seq), rc_probs(p)))
+
+
+def test_frame_is_kept_across_the_intron():
+    # The intron has phase 2: exon 2's first base completes a codon. Read from codon position 0
+    # after the intron, exon 2 hits TGA; the decoder must carry the phase to reach TAA.
+    assert "TGA" in [EXON2[i:i + 3] for i in range(0, len(EXON2) - 3, 3)]
+    seq, cds = two_exon()
+    spliced_cds = seq[cds[0][0]:cds[0][1]] + seq[cds[1][0]:cds[1][1]]
+    assert len(seq[cds[0][0]:cds[0][1]]) % 3 == 2
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    (g,) = sd.decode(seq, p)
+    assert spliced(seq, g) == spliced_cds
+    # a phase-0 labelling of the same exons (wrong frame after the intron) is refused
+    y = labels_for(len(seq), [(1, cds)])
+    y[cds[1][0]:cds[1][1]] = 1 + np.arange(cds[1][1] - cds[1][0]) % 3
+    for g in sd.decode(seq, sd.oracle_probs(y)):
+        check_gene(seq, g)
+
+
+def test_split_stop_codon_is_refused():
+    # exon 1 ends with T as the first base of a codon and exon 2 starts with AA: the spliced
+    # codon is TAA, so this structure is not a gene however the probabilities read
+    exon1 = "ATG" + "GCTAAAGAACTGCCAGGTCGTATCGAAAAC" + "T"
+    exon2 = "AA" + "GAACGTCTGAAAGCTATTGAAGACGGT" + "TAA"
+    seq, cds = two_exon(exon1=exon1, exon2=exon2)
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    for strand_seq, probs in ((seq, p), (revcomp(seq), rc_probs(p))):
+        genes = sd.decode(strand_seq, probs)
+        for g in genes:
+            check_gene(strand_seq, g)
+        assert all(len(g.cds) == 1 for g in genes)
+
+
+def test_stop_codon_ends_the_cds():
+    body = "ATG" + "GCTAAAGAACTGCCAGGTCGTATCGAAAACGAACGTCTGAAAGCTATTGAAGACGGTCGT" + "TAG"
+    tail = "GACGCTAAAGAACTGCCAGGTCGTATCGAA"  # the labels say coding goes on past the stop
+    seq = FLANK_L + body + tail + FLANK_R
+    a = len(FLANK_L)
+    y = labels_for(len(seq), [(1, [(a, a + len(body) + len(tail))])])
+    (g,) = sd.decode(seq, sd.oracle_probs(y))
+    assert g.cds == ((a, a + len(body)),)
+    rseq = revcomp(seq)
+    L = len(seq)
+    (g,) = sd.decode(rseq, rc_probs(sd.oracle_probs(y)))
+    assert g.strand == -1 and g.cds == ((L - a - len(body), L - a),)
+
+
+def test_short_cds_is_dropped_and_params_checked():
+    seq = FLANK_L + "ATGGCTAAAGAATAA" + FLANK_R
+    a = len(FLANK_L)
+    p = sd.oracle_probs(labels_for(len(seq), [(1, [(a, a + 15)])]))
+    assert sd.decode(seq, p) == []
+    assert len(sd.decode(seq, p, params=sd.DecoderParams(min_cds=15))) == 1
+    with pytest.raises(ValueError, match="min_intron"):
+        sd.DecoderParams(min_intron=2)
+
+
+def test_bad_inputs_raise_input_error():
+    with pytest.raises(InputError, match=r"\[L, 17\]"):
+        sd.decode("ACGT", np.ones((4, 3)))
+    with pytest.raises(InputError, match="rows of probabilities"):
+        sd.decode("ACGT", np.full((5, NUM_CLASSES), 1 / NUM_CLASSES))
+    with pytest.raises(InputError, match="no probabilities"):
+        sd.decode_many([("a", "ACGT")], {})
+    with pytest.raises(InputError, match="finite"):
+        sd.decode("ACGT", np.full((4, NUM_CLASSES), np.nan))
+
+
+def test_noisy_made_up_labels_give_valid_mirrored_genes(data_root):
+    # Labels for random spliced "genes" laid over real sequence, plus noise: the decoder must
+    # bend them into valid genes (ATG, stops, GT-AG, frame) on both strands, and decoding the
+    # reverse complement must give the mirror image.
+    from genoctx.train.corpus import read_sequences
+
+    (_, s), *_ = read_sequences(data_root / "genomes/eukaryote_chunks/C.elegans.fa.gz")
+    seq = s[20_000:32_000].decode().upper()
+    rng = np.random.default_rng(0)
+    made_up, pos = [], 100
+    while pos < len(seq) - 2000:
+        exons, x = [], pos
+        for _ in range(int(rng.integers(1, 5))):
+            n = int(rng.integers(60, 300))
+            exons.append((x, x + n))
+            x += n + int(rng.integers(40, 200))
+        made_up.append((int(rng.choice([-1, 1])), exons))
+        pos = x + int(rng.integers(200, 800))
+    y = labels_for(len(seq), made_up)
+    noise = rng.dirichlet(np.full(NUM_CLASSES, 1.0), size=len(seq))
+    p = (0.7 * sd.oracle_probs(y, 0.6) + 0.3 * noise).astype(np.float32)
+    genes = sd.decode(seq, p, contig="I")
+    assert len(genes) >= 5 and {g.strand for g in genes} == {1, -1}
+    assert sum(len(g.cds) > 1 for g in genes) >= 2
+    for g in genes:
+        check_gene(seq, g)
+    L = len(seq)
+    back = sd.decode(revcomp(seq), rc_probs(p), contig="I")
+    mirror = sorted((-g.strand, tuple(sorted((L - e, L - s) for s, e in g.cds))) for g in back)
+    assert mirror == sorted((g.strand, g.cds) for g in genes)
+
+
+def _locus(data_root, name: str, tmp_path):
+    with tarfile.open(data_root / "genomes/eukaryote_chunks/C.elegans_smallgenes.tar.gz") as tar:
+        fa = tar.extractfile(f"smallgenes/{name}.fa").read().decode()
+        gff = tmp_path / f"{name}.gff3"
+        gff.write_bytes(tar.extractfile(f"smallgenes/{name}.gff3").read())
+    seq = "".join(fa.splitlines()[1:]).upper()
+    cds = [sorted(f.parts) for f in read_features(gff)[name] if f.kind == "CDS"]
+    return seq, cds
+
+
+@pytest.mark.parametrize("name", ["ce.2.88", "ce.1.30", "ce.3.54"])
+def test_real_locus_oracle_recovers_the_intron_chain(data_root, tmp_path, name):
+    seq, cds = _locus(data_root, name, tmp_path)
+    true = cds[0]
+    assert len(true) >= 2
+    p = sd.oracle_probs(labels_for(len(seq), [(1, true)]))
+    (g,) = sd.decode(seq, p, contig=name)
+    assert g.strand == 1 and g.cds == tuple(true)
+    check_gene(seq, g)
+    L = len(seq)
+    (g,) = sd.decode(revcomp(seq), rc_probs(p), contig=name)
+    true_introns = sd.SplicedGene(name, 1, tuple(true)).introns
+    assert g.strand == -1 and g.introns == tuple(sorted((L - e, L - s) for s, e in true_introns))
+
+
+def test_gff3_round_trip(tmp_path):
+    seq, cds = two_exon()
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    genes = sd.decode(seq, p, contig="x")
+    L = len(seq)
+    genes += [sd.SplicedGene("x", -1, tuple(sorted((L - e, L - s) for s, e in cds)), 0.5)]
+    path = tmp_path / "genes.gff3"
+    sd.write_gff3(path, genes, {"x": L})
+    text = path.read_text()
+    assert text.count("\tgene\t") == 2 and text.count("\tmRNA\t") == 2
+    assert text.count("\tCDS\t") == 4 and "Parent=mrna_x_1" in text
+    feats = read_features(path)["x"]
+    got = sorted((f.strand, tuple(sorted(f.parts))) for f in feats if f.kind == "CDS")
+    assert got == sorted((g.strand, g.cds) for g in genes)
+    # the phase column gives the same codon positions as counting along each CDS
+    t = label_tracks({"x": feats}, {"x": L})["x"]
+    want = labels_for(L, [(g.strand, list(g.cds)) for g in genes])
+    assert np.array_equal(t.cds_phase_plus[want == 1], np.zeros((want == 1).sum()))
+    assert np.array_equal(t.cds_phase_minus[want == 5], np.ones((want == 5).sum()))
+    assert not t.ignore.any()
+    with pytest.raises(InputError, match="no length"):
+        sd.write_gff3(tmp_path / "bad.gff3", genes, {"y": L})
+
+
+def test_batches_give_the_same_genes_as_single_records():
+    seq, cds = two_exon()
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    recs = [("a", seq), ("b", revcomp(seq)), ("c", seq[:40] + seq)]
+    probs = {"a": p, "b": rc_probs(p), "c": np.concatenate([p[:40], p])}
+    prior = sd.channel_probs(p).mean(0)
+    together = sd.decode_many(recs, probs, prior=prior, batch_size=3)
+    alone = [g for c, s in recs for g in sd.decode(s, probs[c], contig=c, prior=prior)]
+    assert together == alone and len(together) == 3

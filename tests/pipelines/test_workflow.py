@@ -1,0 +1,282 @@
+"""The annotate-and-score Snakemake workflow: its scripts on hand-made cases, then ``--lint`` and
+the ``.test`` run end to end (real data from the data root) in a temporary copy.
+
+The end-to-end run takes about 90 CPU-seconds (1.5-2.5 min wall on a busy 2-core box); its
+tests are marked ``slow`` (CI runs them).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pysam
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PIPELINE = REPO / "pipelines" / "annotate-and-score"
+SCRIPTS = PIPELINE / "workflow" / "scripts"
+SAMPLES = ("pPCP1", "ex1", "BRCA1")
+TRACKS = ("CDS_plus", "CDS_minus", "RNA")
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f"wf_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _snakemake() -> list[str]:
+    exe = shutil.which("snakemake", path=os.path.dirname(sys.executable)) or shutil.which("snakemake")
+    if exe is None:
+        pytest.skip("snakemake is not installed (pip install 'snakemake>=9,<10')")
+    return [exe]
+
+
+# ----------------------------------------------------------------------------- scripts
+
+
+def test_plan_cuts_long_contigs_and_packs_short_ones():
+    plan = _script("plan_shards").plan
+    shards = plan({"a": 250, "b": 40, "c": 30, "d": 0, "e": 60}, shard_bases=100, pack_below=50,
+                  overlap=10)
+    spans = [[(p.contig, p.start, p.end, p.core_start, p.core_end) for p in s] for s in shards]
+    assert spans == [
+        [("a", 0, 93, 0, 83)],        # 250 bp -> 3 chunks: cuts 0, 83, 167, 250
+        [("a", 73, 177, 83, 167)],
+        [("a", 157, 250, 167, 250)],
+        [("e", 0, 60, 0, 60)],        # not below pack_below: a shard of its own
+        [("b", 0, 40, 0, 40), ("c", 0, 30, 0, 30)],  # packed (70 <= 100); empty d skipped
+    ]
+
+
+def test_plan_never_packs_past_shard_bases():
+    plan = _script("plan_shards").plan
+    shards = plan({f"c{i}": 40 for i in range(5)}, shard_bases=100, pack_below=50, overlap=0)
+    assert [[p.contig for p in s] for s in shards] == [["c0", "c1"], ["c2", "c3"], ["c4"]]
+
+
+def test_merge_keeps_each_feature_once_by_its_three_prime_end():
+    merge = _script("merge_annotation")
+    from genoctx.heads.decoder import GeneCall
+
+    cores = {"chr": [(0, 100)]}
+    plus_in = GeneCall("chr", 50, 120, 1, 0.9, "ATG")     # 3' end 119: next shard's
+    minus_in = GeneCall("chr", 90, 300, -1, 0.9, "ATG")   # 3' end 90: this shard's
+    assert not merge.owned(plus_in, cores)
+    assert merge.owned(minus_in, cores)
+    assert merge.three_prime(plus_in) == 119 and merge.three_prime(minus_in) == 90
+
+
+def test_merge_bedgraph_clips_to_cores_and_joins_equal_runs(tmp_path):
+    merge = _script("merge_annotation")
+    a, b = tmp_path / "a.bedgraph", tmp_path / "b.bedgraph"
+    a.write_text('track type=bedGraph name="x"\nchr\t0\t60\t0.1\nchr\t60\t120\t0.5\n')
+    b.write_text('track type=bedGraph name="x"\nchr\t80\t110\t0.5\nchr\t110\t200\t0.2\n')
+    out = tmp_path / "m.bedgraph"
+    merge.merge_bedgraph([({"chr": [(0, 100)]}, a), ({"chr": [(100, 200)]}, b)], {"chr": 0},
+                         "x", out)
+    assert out.read_text().splitlines() == [
+        'track type=bedGraph name="x"', "chr\t0\t60\t0.1", "chr\t60\t110\t0.5",
+        "chr\t110\t200\t0.2"]
+
+
+VCF_HEAD = "##fileformat=VCFv4.2\n##contig=<ID=c1,length=1000>\n##contig=<ID=c2,length=1000>\n" \
+           "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+
+
+def test_split_vcf_chunks_in_order_and_concat_restores_them(tmp_path):
+    split, concat = _script("split_vcf").split, _script("concat_vcf").concat
+    records = [f"c{1 + i // 7}\t{10 + i}\t.\tA\tG\t.\t.\t.\n" for i in range(12)]
+    vcf = tmp_path / "in.vcf"
+    vcf.write_text(VCF_HEAD + "".join(records))
+    parts = split(vcf, tmp_path / "chunks", 5)
+    assert [p.name for p in parts] == ["0000.vcf", "0001.vcf", "0002.vcf"]
+    assert [sum(not ln.startswith("#") for ln in p.read_text().splitlines()) for p in parts] \
+        == [5, 5, 2]
+    out = tmp_path / "out.vcf.gz"
+    assert concat(parts, out) == 12
+    with pysam.VariantFile(str(out)) as vf:
+        assert [(r.chrom, r.pos) for r in vf.fetch("c2")] == [("c2", 10 + i) for i in range(7, 12)]
+
+
+def test_split_vcf_refuses_unsorted_input(tmp_path):
+    mod = _script("split_vcf")
+    vcf = tmp_path / "in.vcf"
+    vcf.write_text(VCF_HEAD + "c1\t20\t.\tA\tG\t.\t.\t.\nc1\t10\t.\tA\tG\t.\t.\t.\n")
+    with pytest.raises(mod.UnsortedVCF, match="sort the VCF"):
+        mod.split(vcf, tmp_path / "chunks", 5)
+    vcf.write_text(VCF_HEAD + "c1\t1\t.\tA\tG\t.\t.\t.\nc2\t1\t.\tA\tG\t.\t.\t.\n"
+                   "c1\t5\t.\tA\tG\t.\t.\t.\n")
+    with pytest.raises(mod.UnsortedVCF, match="not contiguous"):
+        mod.split(vcf, tmp_path / "chunks2", 5)
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, data_root) -> Path:
+    """A copy of the workflow with the .test inputs; the BRCA1 VCF built from the SGE table."""
+    root = tmp_path_factory.mktemp("wf")
+    shutil.copytree(PIPELINE, root / "wf", ignore=shutil.ignore_patterns(
+        "results", "logs", "resources", ".snakemake"))
+    test_dir = root / "wf" / ".test"
+    subprocess.run([sys.executable, str(test_dir / "make_brca1_vcf.py"), "--data-root",
+                    str(data_root), "--out", str(test_dir / "resources" / "brca1_sge_subset.vcf")],
+                   check=True)
+    return test_dir
+
+
+def _run(cmd: list[str], cwd: Path, data_root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GENOCTX_DATA_ROOT": str(data_root), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def test_lint_is_clean(workdir, data_root):
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--lint"], workdir,
+               data_root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Congratulations, your workflow is in a good condition!" in res.stdout + res.stderr
+    assert "Lints for" not in res.stdout + res.stderr
+
+
+def test_bad_sample_sheet_fails_before_running(workdir, data_root, tmp_path):
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text("sample\tfasta\nbad\tno/such/genome.fa\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}"], workdir, data_root)
+    assert res.returncode != 0
+    out = res.stdout + res.stderr  # snakemake prints workflow errors on stdout
+    assert "sample files not found" in out and "no/such/genome.fa" in out
+
+
+@pytest.fixture(scope="module")
+def results(workdir, data_root) -> Path:
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2"], workdir,
+               data_root)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    return workdir / "results"
+
+
+def _gff3_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    lines = path.read_text().splitlines()
+    return [ln for ln in lines if ln.startswith("#")], \
+        [ln.split("\t") for ln in lines if ln and not ln.startswith("#")]
+
+
+@pytest.mark.slow
+def test_every_output_exists(results):
+    for s in SAMPLES:
+        for suffix in ("gff3", "bed", *(f"{t}.bedgraph" for t in TRACKS)):
+            assert (results / "annotate" / f"{s}.{suffix}").stat().st_size > 0
+    assert (results / "score" / "BRCA1.vcf.gz.tbi").is_file()
+    assert (results / "evaluate" / "pPCP1" / "metrics.json").is_file()
+    assert (results / "evaluate" / "ex1" / "read_support.tsv").is_file()
+    assert (results / "report" / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # samples without a VCF / truth / BAM get no such stage
+    assert not (results / "score" / "pPCP1.vcf.gz").exists()
+    assert not (results / "evaluate" / "BRCA1").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_merged_gff3_is_valid(results, sample, data_root):
+    from genoctx.io.fasta import FastaFile
+
+    path = results / "annotate" / f"{sample}.gff3"
+    headers, rows = _gff3_rows(path)
+    assert headers[0] == "##gff-version 3"
+    assert sum(h.startswith("##gff-version") for h in headers) == 1
+    regions = {h.split()[1]: int(h.split()[3]) for h in headers if h.startswith("##sequence-region")}
+    fasta = {"pPCP1": "examples/Yersinia_pestis_pPCP1_NC_005816.fna", "ex1": "reads/ex1/ex1.fa",
+             "BRCA1": "variants/brca1_sge/NG_005905.2_BRCA1_RefSeqGene.fasta.gz"}[sample]
+    with FastaFile(data_root / fasta) as fa:
+        assert regions == dict(fa.lengths)  # escaping leaves these names as they are
+    ids = [dict(kv.split("=", 1) for kv in r[8].split(";"))["ID"] for r in rows]
+    assert len(ids) == len(set(ids)), "duplicate IDs"
+    parents = {dict(kv.split("=", 1) for kv in r[8].split(";")).get("Parent") for r in rows}
+    assert parents - {None} <= set(ids)
+    for r in rows:
+        assert len(r) == 9 and 1 <= int(r[3]) <= int(r[4]) <= regions[r[0]]
+    # no gene kept twice from overlapping chunks: (contig, strand, 3' end) is unique
+    ends = [(r[0], r[6], r[4] if r[6] == "+" else r[3]) for r in rows if r[2] == "CDS"]
+    assert len(ends) == len(set(ends))
+
+
+@pytest.mark.slow
+def test_sharded_sample_keeps_each_shard_gene_from_its_own_core(results):
+    """BRCA1 ran as 2 overlapping chunks: the merged genes are exactly the genes each chunk
+    owns (3' end inside its core)."""
+    shards = sorted((results / "annotate" / "BRCA1" / "shards").glob("*.bed"))
+    assert len(shards) == 2
+    owned = set()
+    for bed in shards:
+        *_, core = bed.read_text().split("\t")
+        a, b = map(int, core.strip().removeprefix("core=").split("-"))
+        _, rows = _gff3_rows(results / "annotate" / "BRCA1" / "parts" / f"{bed.stem}.gff3")
+        for r in rows:
+            if r[2] == "CDS":
+                end = int(r[4]) - 1 if r[6] == "+" else int(r[3]) - 1
+                if a <= end < b:
+                    owned.add((int(r[3]), int(r[4]), r[6]))
+    _, merged = _gff3_rows(results / "annotate" / "BRCA1.gff3")
+    assert {(int(r[3]), int(r[4]), r[6]) for r in merged if r[2] == "CDS"} == owned
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("track", TRACKS)
+def test_merged_bedgraph_tiles_every_contig_once(results, track):
+    for sample in SAMPLES:
+        headers, _ = _gff3_rows(results / "annotate" / f"{sample}.gff3")
+        lengths = {h.split()[1]: int(h.split()[3]) for h in headers if "sequence-region" in h}
+        lines = (results / "annotate" / f"{sample}.{track}.bedgraph").read_text().splitlines()
+        assert lines[0] == f'track type=bedGraph name="{track}"'
+        at = {}
+        for ln in lines[1:]:
+            contig, s, e, v = ln.split("\t")
+            assert int(s) == at.get(contig, 0) and int(e) > int(s), ln  # sorted, no gap/overlap
+            assert 0.0 <= float(v) <= 1.0
+            at[contig] = int(e)
+        assert at == lengths
+
+
+@pytest.mark.slow
+def test_scored_vcf_is_indexed_and_keeps_every_input_record(results, workdir):
+    with pysam.VariantFile(str(workdir / "resources" / "brca1_sge_subset.vcf")) as vf:
+        expected = [(r.pos, r.ref, r.alts) for r in vf]
+    with pysam.VariantFile(str(results / "score" / "BRCA1.vcf.gz")) as vf:
+        for key in ("GCX_DLL", "GCX_CLASS", "GCX_CONSEQ"):
+            assert key in vf.header.info
+        assert "BRCA1.gff3" in str(vf.header)  # consequences from the merged annotation
+        got = list(vf.fetch("NG_005905.2"))   # needs the tabix index
+    assert [(r.pos, r.ref, r.alts) for r in got] == expected
+    assert all(math.isfinite(r.info["GCX_DLL"][0]) for r in got)
+    assert all(r.info["GCX_CONSEQ"][0] for r in got)
+
+
+@pytest.mark.slow
+def test_report_has_one_row_per_sample(results):
+    with open(results / "report" / "samples.tsv") as fh:
+        rows = {r["sample"]: r for r in csv.DictReader(fh, delimiter="\t")}
+    assert list(rows) == list(SAMPLES)
+    doc = json.loads((results / "evaluate" / "pPCP1" / "metrics.json").read_text())
+    f1 = next(r["value"] for b in doc["benchmarks"].values() for r in b["rows"]
+              if r["metric"] == "gene f1")
+    assert float(rows["pPCP1"]["gene_f1"]) == pytest.approx(f1, abs=1e-4)
+    assert rows["BRCA1"]["variants"] == rows["BRCA1"]["scored"] == "12"
+    assert rows["BRCA1"]["shards"] == "2" and rows["ex1"]["shards"] == "2"
+    assert rows["ex1"]["gene_f1"] == "" and rows["pPCP1"]["variants"] == ""
+    _, genes = _gff3_rows(results / "annotate" / "ex1.gff3")
+    with open(results / "evaluate" / "ex1" / "read_support.tsv") as fh:
+        support = list(csv.DictReader(fh, delimiter="\t"))
+    assert len(support) == sum(r[2] == "CDS" for r in genes)
+    assert all(float(r["mean_depth"]) >= 0 for r in support)
