@@ -141,7 +141,7 @@ class BenchContext:
         if self.model is None:
             raise InputError("this benchmark needs a model; drop --model none")
         if self._backbone is None:
-            from genoctx.model import GenoCtxModel
+            from genoctx.model.model import GenoCtxModel
 
             self._backbone = GenoCtxModel.from_pretrained(self.model).to(self.device).eval()
         return self._backbone

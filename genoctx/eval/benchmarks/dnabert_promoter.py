@@ -95,7 +95,7 @@ def run(ctx: BenchContext) -> BenchResult:
             "n_pos_available": n_pos_all, "n_neg_available": n_neg_all,
             "duplicates_dropped": dropped, "lengths": sorted({len(s) for s in seqs}),
             "cap_per_class": cap, "kmer_k": list(ep.KMER_K), "n_splits": ep.N_SPLITS,
-            "c_grid": list(ep.C_GRID), "pooling": "mean over positions of [h_fwd, h_rc]"}
+            "c_grids": ep.C_GRIDS, "pooling": "mean over positions of [h_fwd, h_rc]"}
     info |= {m: r.summary() for m, r in res.items()}
     info["wall_s"] = round(time.perf_counter() - t0, 2)
     rows = ep.task_rows(DATASET, res)
@@ -103,15 +103,16 @@ def run(ctx: BenchContext) -> BenchResult:
     plots = [savefig(ep.mcc_bars_figure(bars, NAME), out_dir / "mcc_bars.png"),
              savefig(ep.roc_figure(y, res, f"{DATASET}: out-of-fold ROC"), out_dir / "roc.png")]
     notes = [
-        "Sequences rebuilt from DNABERT's overlapping 6-mers (each checked to overlap the "
-        "previous by 5 bases).",
-        f"Stratified {ep.N_SPLITS}-fold CV, seed {ctx.seed}; MCC at probability 0.5 and AUROC, "
-        "mean over folds (std and per-fold values in metrics.json).",
-        "Embedding probe: mean-pooled [h_fwd, h_rc] → standardise → L2 logistic regression; "
-        f"k-mer baseline: k = {ep.KMER_K[0]}..{ep.KMER_K[-1]} counts → L2 logistic regression; "
-        f"C from {list(ep.C_GRID)} by an inner {ep.INNER_SPLITS}-fold search per training fold.",
-        "This file is DNABERT's sample fine-tuning dev set, not the split its paper reports, "
-        "so no published figure is cited.",
+        ("Sequences rebuilt from DNABERT's overlapping 6-mers (each checked to overlap the "
+         "previous by 5 bases)."),
+        (f"Stratified {ep.N_SPLITS}-fold CV, seed {ctx.seed}; MCC at probability 0.5 and AUROC, "
+         "mean over folds (std and per-fold values in metrics.json)."),
+        ("Embedding probe: mean-pooled [h_fwd, h_rc] → standardise → L2 logistic regression; "
+         f"k-mer baseline: k = {ep.KMER_K[0]}..{ep.KMER_K[-1]} counts → L2 logistic regression; "
+         f"C ({ep.describe_grids()}) by an inner {ep.INNER_SPLITS}-fold AUROC search per "
+         "training fold."),
+        ("This file is DNABERT's sample fine-tuning dev set, not the split its paper reports, "
+         "so no published figure is cited."),
     ]
     if cap:
         notes.append(f"Quick subset: at most {cap} sequences per class.")

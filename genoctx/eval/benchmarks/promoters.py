@@ -62,7 +62,8 @@ QUICK_CAP, QUICK_TASKS = 150, 2
 ROC_TASK = 0  # index into the tasks run: the task whose ROC curves are plotted
 
 
-def load_task(ctx: BenchContext, task: Task, cap: int | None) -> tuple[list[bytes], np.ndarray, dict]:
+def load_task(ctx: BenchContext, task: Task,
+              cap: int | None) -> tuple[list[bytes], np.ndarray, dict]:
     """Sequences and labels of one task after de-duplication and the per-class cap."""
     pos = ep.read_fasta_seqs(ctx.data_file(task.positives))
     neg = ep.read_fasta_seqs(ctx.data_file(task.negatives))
@@ -85,7 +86,7 @@ def run(ctx: BenchContext) -> BenchResult:
     out_dir = ctx.bench_dir(NAME)
     model = ep.load_backbone(ctx) if ctx.model is not None else None
     metrics: dict = {"cap_per_class": cap, "kmer_k": list(ep.KMER_K), "n_splits": ep.N_SPLITS,
-                     "c_grid": list(ep.C_GRID), "pooling": "mean over positions of [h_fwd, h_rc]",
+                     "c_grids": ep.C_GRIDS, "pooling": "mean over positions of [h_fwd, h_rc]",
                      "tasks": {}}
     loaded = [(t, *load_task(ctx, t, cap)) for t in tasks]
     rows, bars, roc = [], {}, None
@@ -116,20 +117,20 @@ def _notes(ctx: BenchContext, cap: int, metrics: dict) -> list[str]:
               for n, m in metrics["tasks"].items()
               if m["n_pos"] < m["n_pos_available"] or m["n_neg"] < m["n_neg_available"]]
     notes = [
-        "Tasks: each promoter set against its organism's non-promoters (Umarov & Solovyev "
-        "2017); the DBTSS mouse TATA set shares the EPDnew task's non-promoters.",
-        f"Stratified {ep.N_SPLITS}-fold CV, seed {ctx.seed}; MCC at probability 0.5 and AUROC, "
-        "mean over folds (std and per-fold values in metrics.json).",
-        "Embedding probe: mean over positions of the forward and reverse-complement hidden "
-        "states, concatenated (2·d_model) → standardise → L2 logistic regression.",
-        f"k-mer baseline: counts of every k-mer, k = {ep.KMER_K[0]}..{ep.KMER_K[-1]} "
-        "(windows touching N skipped) → unit variance → L2 logistic regression.",
-        f"Both probes pick C from {list(ep.C_GRID)} by a {ep.INNER_SPLITS}-fold AUROC search "
-        "inside each training fold; nothing is fitted on a test fold.",
+        ("Tasks: each promoter set against its organism's non-promoters (Umarov & Solovyev "
+         "2017); the DBTSS mouse TATA set shares the EPDnew task's non-promoters."),
+        (f"Stratified {ep.N_SPLITS}-fold CV, seed {ctx.seed}; MCC at probability 0.5 and AUROC, "
+         "mean over folds (std and per-fold values in metrics.json)."),
+        ("Embedding probe: mean over positions of the forward and reverse-complement hidden "
+         "states, concatenated (2·d_model) → standardise → L2 logistic regression."),
+        (f"k-mer baseline: counts of every k-mer, k = {ep.KMER_K[0]}..{ep.KMER_K[-1]} "
+         "(windows touching N skipped) → unit variance → L2 logistic regression."),
+        (f"Both probes pick C ({ep.describe_grids()}) by a {ep.INNER_SPLITS}-fold AUROC search "
+         "inside each training fold; nothing is fitted on a test fold."),
         f"Repeated sequences dropped; classes capped at {cap} sequences (seeded): "
         + ("; ".join(capped) if capped else "no class was capped") + ".",
-        "Published CNNProm figures are on the authors' own train/test split and are given "
-        "for scale only; no mouse figure is cited.",
+        ("Published CNNProm figures are on the authors' own train/test split and are given "
+         "for scale only; no mouse figure is cited."),
     ]
     if ctx.model is None:
         notes.append("No model: k-mer baseline only.")
