@@ -13,7 +13,8 @@ given model, data and seed: ``--check-reproducible`` runs everything twice and c
 
 ``run_benchmarks`` writes, under ``out``:
 
-- ``metrics.json``: ``{"manifest": {...}, "benchmarks": {NAME: metrics}}``;
+- ``metrics.json``: ``{"manifest": {...}, "benchmarks": {NAME: metrics}}``, and a copy holding
+  only one benchmark in each ``NAME/metrics.json`` (kept when a later run reuses ``out``);
 - ``report.md``: one table of every headline number with its anchor, then each benchmark's notes
   and plots;
 - the PNG plots each benchmark wrote into ``out/NAME/``.
@@ -267,6 +268,10 @@ def run_jobs(jobs: list[tuple[str, Callable[[BenchContext], BenchResult]]], *, o
 
     with atomic_open(out / "metrics.json", "w") as fh:
         fh.write(json.dumps(doc, indent=2) + "\n")
+    for name in names:  # each benchmark's own copy survives later runs into the same --out
+        single = {"manifest": doc["manifest"], "benchmarks": {name: doc["benchmarks"][name]}}
+        with atomic_open(ctx.bench_dir(name) / "metrics.json", "w") as fh:
+            fh.write(json.dumps(single, indent=2) + "\n")
     with atomic_open(out / "report.md", "w") as fh:
         fh.write(render_report(doc, results, out))
     return doc

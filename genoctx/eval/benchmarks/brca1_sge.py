@@ -42,7 +42,8 @@ from genoctx.heads.consequence import SEVERITY, GeneModel
 from genoctx.io.annotation import Feature
 
 NAME = "brca1-sge"
-DESCRIPTION = "BRCA1 SGE (Findlay 2018) LOF vs rest: zero-shot DLL, consequence rules, exon-held-out head"
+DESCRIPTION = ("BRCA1 SGE (Findlay 2018), LOF vs rest: zero-shot DLL, consequence rules, "
+               "exon-held-out head")
 
 TSV = "variants/brca1_sge/brca1_findlay2018_on_NG_005905.2.tsv"
 FASTA = "variants/brca1_sge/NG_005905.2_BRCA1_RefSeqGene.fasta.gz"
@@ -244,12 +245,6 @@ def exon_halves(num_exons: int, seed: int) -> tuple[list[int], list[int]]:
 
 # ----------------------------------------------------------------------------- model features
 
-def _load_model(ctx: BenchContext):
-    from genoctx.model.model import GenoCtxModel
-
-    return GenoCtxModel.from_pretrained(ctx.model).to(ctx.device).eval()
-
-
 def _variants_for(contig: str, variants: list[SgeVariant]):
     from genoctx.io.vcf import Variant
 
@@ -279,28 +274,25 @@ def embedding_deltas(model, fasta, contig: str, variants: list[SgeVariant], *,
     sites: dict[int, list[int]] = {}
     for i, v in enumerate(vs):
         sites.setdefault(v.pos, []).append(i)
-    rows, where = [], []   # windows; (variant index or -1 for ref, site start, site offset)
+    rows, where = [], []   # windows; (variant index, or -1 for the site's ref, site offset)
     for pos, members in sites.items():
-        ref_ids, _ = variant_windows(fasta, vs[members[0]], CONTEXT)
         ws, _ = window_span(fasta.lengths[contig], pos, pos + 1, CONTEXT)
-        rows.append(ref_ids)
-        where.append((-1, pos, pos - ws))
-        for i in members:
-            rows.append(variant_windows(fasta, vs[i], CONTEXT)[1])
-            where.append((i, pos, pos - ws))
+        windows = [variant_windows(fasta, vs[i], CONTEXT) for i in members]
+        rows += [windows[0][0]] + [alt for _, alt in windows]
+        where += [(-1, pos - ws)] + [(i, pos - ws) for i in members]
     emb = [None] * len(rows)
     for k in range(0, len(rows), batch_size):
         part = rows[k:k + batch_size]
         if len({len(r) for r in part}) > 1:
             raise InputError("windows of one batch differ in length (SNVs only)")
         e = model.embed(torch.as_tensor(np.stack(part).astype(np.int64), device=model.device))
-        for j, (_, _, off) in enumerate(where[k:k + batch_size]):
+        for j, (_, off) in enumerate(where[k:k + batch_size]):
             lo, hi = max(0, off - POOL), off + POOL + 1
             emb[k + j] = (e[j, off].cpu().numpy(), e[j, lo:hi].mean(0).cpu().numpy())
     D2 = emb[0][0].shape[0]
     out = np.zeros((len(variants), 2 * D2), dtype=np.float64)
     ref_site = ref_pool = None
-    for (i, _, _), (site, pooled) in zip(where, emb):
+    for (i, _), (site, pooled) in zip(where, emb, strict=True):
         if i < 0:
             ref_site, ref_pool = site, pooled
         else:
@@ -354,15 +346,23 @@ def _metrics(y, s) -> dict:
     return {"auroc": auroc(y, s), "auprc": auprc(y, s)}
 
 
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _plots(ctx: BenchContext, y, curves: dict, dll, variants) -> list[Path]:
-    from genoctx.eval.plots import _plt, roc_figure
+    from genoctx.eval.plots import roc_figure
 
     out = ctx.bench_dir(NAME)
     paths = [savefig(roc_figure({k: (y, s) for k, s in curves.items()},
                                 title="BRCA1 SGE: LOF vs FUNC+INT"), out / "roc.png")]
     if dll is not None:
-        plt = _plt()
-        fig, ax = plt.subplots(figsize=(5.2, 4))
+        fig, ax = _pyplot().subplots(figsize=(5.2, 4))
         score = np.array([v.score for v in variants])
         for klass, color in (("FUNC", "tab:blue"), ("INT", "tab:orange"), ("LOF", "tab:red")):
             m = np.array([v.klass == klass for v in variants])
@@ -372,6 +372,19 @@ def _plots(ctx: BenchContext, y, curves: dict, dll, variants) -> list[Path]:
         ax.legend(fontsize=8, markerscale=3)
         paths.append(savefig(fig, out / "dll_vs_function.png"))
     return paths
+
+
+def gene_model_summary(exons: list[Exon], variants: list[SgeVariant], cons: list[str]) -> dict:
+    """The exons found, genoctx's consequence counts and their cross-table with the paper's."""
+    crosstab: dict[str, dict[str, int]] = {}
+    for v, c in zip(variants, cons, strict=True):
+        row = crosstab.setdefault(v.consequence, {})
+        row[c] = row.get(c, 0) + 1
+    return {"exons": [{"ng_start": e.start + 1, "ng_end": e.end, "c_first": _cname(e.first),
+                       "c_last": _cname(e.last), "start_confirmed": e.start_confirmed,
+                       "end_confirmed": e.end_confirmed} for e in exons],
+            "consequence_counts": {c: cons.count(c) for c in SEVERITY if c in cons},
+            "paper_vs_genoctx": {k: dict(sorted(v.items())) for k, v in sorted(crosstab.items())}}
 
 
 def run(ctx: BenchContext) -> BenchResult:
@@ -391,44 +404,35 @@ def run(ctx: BenchContext) -> BenchResult:
     paper = np.array([PAPER_RULE[v.consequence] for v in variants], float)
     groups = np.array([exon_of(exons, v) for v in variants])
     halves = exon_halves(len(exons), ctx.seed)
-    crosstab: dict[str, dict[str, int]] = {}
-    for v, c in zip(variants, cons):
-        crosstab.setdefault(v.consequence, {}).setdefault(c, 0)
-        crosstab[v.consequence][c] += 1
     metrics = {
-        "n_variants": len(variants), "n_lof": int(y.sum()), "n_sites": len({v.pos for v in variants}),
-        "quick": ctx.quick, "context": CONTEXT, "seed": ctx.seed,
-        "gene_model": {"exons": [{"ng_start": e.start + 1, "ng_end": e.end,
-                                  "c_first": _cname(e.first), "c_last": _cname(e.last),
-                                  "start_confirmed": e.start_confirmed,
-                                  "end_confirmed": e.end_confirmed} for e in exons],
-                       "consequence_counts": {c: cons.count(c) for c in SEVERITY if c in cons},
-                       "paper_vs_genoctx": {k: dict(sorted(v.items())) for k, v in sorted(crosstab.items())}},
+        "n_variants": len(variants), "n_lof": int(y.sum()),
+        "n_sites": len({v.pos for v in variants}), "quick": ctx.quick, "context": CONTEXT,
+        "seed": ctx.seed, "gene_model": gene_model_summary(exons, variants, cons),
         "split": {"exon_halves": [list(h) for h in halves],
                   "variants_per_half": [int(np.isin(groups, h).sum()) for h in halves]},
         "methods": {"rule_genoctx_consequence": _metrics(y, rule),
                     "rule_paper_consequence": _metrics(y, paper)},
     }
     onehot = np.array([[c == s for s in SEVERITY] for c in cons], float)
-    heads = {"consequence only": onehot}
+    heads = {"consequence": ("consequence only", onehot)}
     curves = {"rule: genoctx consequence": rule, "rule: paper consequence": paper}
     dll = None
     if ctx.model is not None:
-        model = _load_model(ctx)
+        model = ctx.backbone()
         dll = dll_scores(model, fasta, contig, variants, ctx.quiet)
         emb = embedding_deltas(model, fasta, contig, variants)
         metrics["methods"]["genoctx_dll_zero_shot"] = _metrics(y, -dll)
         metrics["dll_spearman_function_score"] = spearman(dll, [v.score for v in variants])
         curves = {"genoctx −DLL (zero-shot)": -dll, **curves}
-        heads["model (DLL + embedding Δ)"] = np.c_[dll, emb]
-        heads["model + consequence"] = np.c_[dll, emb, onehot]
-    for name, X in heads.items():
+        heads["model"] = ("model (DLL + embedding Δ)", np.c_[dll, emb])
+        heads["model_consequence"] = ("model + consequence", np.c_[dll, emb, onehot])
+    for key, (name, X) in heads.items():
         res = exon_held_out(X, y, groups, halves, ctx.seed)
-        key = "head_" + re.sub(r"\W+", "_", name).strip("_")
-        metrics["methods"][key] = _metrics(y, res["scores"]) | {
+        metrics["methods"][f"head_{key}"] = _metrics(y, res["scores"]) | {
             "C": res["C"], "auroc_per_half": res["auroc_per_half"], "num_features": X.shape[1]}
         curves[f"exon-held-out LR: {name}"] = res["scores"]
-    return BenchResult(metrics=metrics, rows=_rows(metrics), plots=_plots(ctx, y, curves, dll, variants),
+    plots = _plots(ctx, y, curves, dll, variants)
+    return BenchResult(metrics=metrics, rows=_rows(metrics), plots=plots,
                        notes=_notes(metrics, exons))
 
 
@@ -439,11 +443,13 @@ def _cname(index: int) -> str:
 def _rows(metrics: dict) -> list[Row]:
     m = metrics["methods"]
     paper = f"paper-consequence rule {m['rule_paper_consequence']['auroc']:.3f} (run here)"
-    names = [("genoctx_dll_zero_shot", f"genoctx −GCX_DLL zero-shot (context {CONTEXT})", EVO2_CITE),
-             ("rule_genoctx_consequence", "rule on genoctx consequence (gene model from HGVS)", paper),
+    names = [("genoctx_dll_zero_shot", f"genoctx −GCX_DLL zero-shot (context {CONTEXT})",
+              EVO2_CITE),
+             ("rule_genoctx_consequence", "rule on genoctx consequence (gene model from HGVS)",
+              paper),
              ("rule_paper_consequence", "rule on the paper's consequence", "issue #6: 0.763"),
-             ("head_consequence_only", "exon-held-out LR: consequence only", ""),
-             ("head_model_DLL_embedding_Δ", "exon-held-out LR: model (DLL + embedding Δ)", ""),
+             ("head_consequence", "exon-held-out LR: consequence only", ""),
+             ("head_model", "exon-held-out LR: model (DLL + embedding Δ)", ""),
              ("head_model_consequence", "exon-held-out LR: model + consequence", "")]
     rows = []
     for key, label, anchor in names:
@@ -458,20 +464,20 @@ def _rows(metrics: dict) -> list[Row]:
 def _notes(metrics: dict, exons: list[Exon]) -> list[str]:
     m = metrics["methods"]
     notes = [
-        f"{metrics['n_variants']} SNVs ({metrics['n_lof']} LOF) on NG_005905.2, where BRCA1 is on "
-        "the plus strand (ref_gene/alt_gene are the NG bases; ref_plus/alt_plus are hg19 "
-        "plus-strand bases).",
-        f"Gene model from the HGVS c. numbering alone: {len(exons)} covered exons "
-        f"({_cname(exons[0].first)}..{_cname(exons[-1].last)}); exons with contiguous c. numbers "
-        "form one CDS, the rest are 5'/3'-partial (a codon split against an uncovered exon "
-        "counts as missense, as genoctx.heads.consequence does for partial codons).",
-        "Rule scores: nonsense/start-lost 4 > splice (±1-2 intronic) 3 > missense 2 > splice "
-        "region 1 > synonymous/intronic/UTR 0; ties count half in AUROC.",
-        f"Exon-held-out head: exons split by seed {metrics['seed']} into "
-        f"{metrics['split']['exon_halves']} (indices into the exon list), "
-        f"{metrics['split']['variants_per_half']} variants; L2 logistic regression on "
-        f"standardised features, C from {CS} by grouped 3-fold CV (log-loss) inside the training half; "
-        "held-out scores of both halves pooled.",
+        (f"{metrics['n_variants']} SNVs ({metrics['n_lof']} LOF) on NG_005905.2, where BRCA1 is on "
+         "the plus strand (ref_gene/alt_gene are the NG bases; ref_plus/alt_plus are hg19 "
+         "plus-strand bases)."),
+        (f"Gene model from the HGVS c. numbering alone: {len(exons)} covered exons "
+         f"({_cname(exons[0].first)}..{_cname(exons[-1].last)}); exons with contiguous c. numbers "
+         "form one CDS, the rest are 5'/3'-partial (a codon split against an uncovered exon "
+         "counts as missense, as genoctx.heads.consequence does for partial codons)."),
+        ("Rule scores: nonsense/start-lost 4 > splice (±1-2 intronic) 3 > missense 2 > splice "
+         "region 1 > synonymous/intronic/UTR 0; ties count half in AUROC."),
+        (f"Exon-held-out head: exons split by seed {metrics['seed']} into "
+         f"{metrics['split']['exon_halves']} (indices into the exon list), "
+         f"{metrics['split']['variants_per_half']} variants; L2 logistic regression on "
+         f"standardised features, C from {CS} by grouped 3-fold CV (log-loss) inside the "
+         "training half; held-out scores of both halves pooled."),
     ]
     if "genoctx_dll_zero_shot" not in m:
         notes.append("No model (--model none): only the rule baselines and the consequence-only "
