@@ -353,8 +353,10 @@ def _cds_features(t: _Transcript, gtf: bool) -> list[Feature]:
         segs = sorted(segs, key=lambda x: (x[0] - t.origin) % _BIG, reverse=t.strand < 0)
         parts = [(s, e) for s, e, _ in segs]
         phases = [ph for _, _, ph in segs]
+        if None in phases:  # a CDS phase of "." (invalid GFF3, but seen): count along the CDS
+            phases = None
         joined = len(parts) > 1 and not _is_clean_splice(parts, t.strand)
-        out.append(_feature(t, "CDS", parts, phase=phases[0], part_phases=phases,
+        out.append(_feature(t, "CDS", parts, phase=phases[0] if phases else 0, part_phases=phases,
                             joined=joined or t.joined, transcript_id=cid or t.tid))
     return out
 
@@ -502,7 +504,7 @@ class _Row:
     start: int
     end: int
     strand: int
-    phase: int
+    phase: int | None
     attrs: dict
     lineno: int
 
@@ -557,7 +559,7 @@ def _gff_rows(path: Path, gtf: bool):
             s, e = _gff_interval(cols[3], cols[4], where)
             if cols[6] not in _STRANDS:
                 raise InputError(f"{where}: strand must be +, - or ., got {cols[6]!r}")
-            phase = int(cols[7]) if cols[7] in ("0", "1", "2") else 0
+            phase = int(cols[7]) if cols[7] in ("0", "1", "2") else None  # "." = not given
             attrs = _parse_attrs(cols[8], gtf)
             if cols[2] in ("region", "chromosome", "source"):
                 lengths.setdefault(cols[0], e)
@@ -590,7 +592,8 @@ def _split_origin(row: _Row, lengths, circular) -> list[tuple[int, int, int]]:
         if row.strand < 0:
             pieces.reverse()
         first = pieces[0][1] - pieces[0][0]
-        return [(*pieces[0], row.phase), (*pieces[1], (row.phase - first) % 3)]
+        second = None if row.phase is None else (row.phase - first) % 3
+        return [(*pieces[0], row.phase), (*pieces[1], second)]
     return [(row.start, row.end, row.phase)]
 
 

@@ -469,3 +469,23 @@ def test_genbank_splicing_depends_on_the_organism(tmp_path):
     assert cds.joined  # prokaryotes do not splice: a compound CDS is not ground truth
     t = label_tracks(read_features(prok), {"X1.1": 600})["X1.1"]
     assert t.ignore[50:100].all() and t.ignore[200:350].all() and (t.cds_phase_plus == -1).all()
+
+
+
+def _two_part_cds(path, phases):
+    path.write_text("##gff-version 3\n##sequence-region c 1 60\n"
+                    "c\tx\tgene\t1\t60\t.\t+\t.\tID=g\n"
+                    "c\tx\tmRNA\t1\t60\t.\t+\t.\tID=m;Parent=g\n"
+                    f"c\tx\tCDS\t1\t10\t.\t+\t{phases[0]}\tID=c;Parent=m\n"
+                    f"c\tx\tCDS\t41\t51\t.\t+\t{phases[1]}\tID=c;Parent=m\n")
+    return path
+
+
+def test_cds_phase_dot_is_counted_along_the_cds(tmp_path):
+    # '.' is invalid for CDS in GFF3 but occurs (WormBase small-gene files); it must not mean 0.
+    dots = _two_part_cds(tmp_path / "dots.gff3", "..")
+    given = _two_part_cds(tmp_path / "given.gff3", "02")  # 10 bases, then phase 2
+    a = label_tracks(read_features(dots), {"c": 60})["c"].cds_phase_plus
+    b = label_tracks(read_features(given), {"c": 60})["c"].cds_phase_plus
+    np.testing.assert_array_equal(a, b)
+    assert a[0] == 0 and a[40] == 1
