@@ -1,15 +1,19 @@
-"""Self-trained coding statistics: GC frame bias and a three-periodic fifth-order Markov model.
+"""Self-trained coding statistics: GC frame bias, a three-periodic fifth-order Markov model, a
+codon-pair score, and the length factor of open frames.
 
-Both give a score per codon of each frame of one strand, so that the coding score of any open
-reading frame segment is a difference of two cumulative sums (O(1) per candidate gene).
+The first three give a score per codon of each frame of one strand, so that the coding score of
+any open reading frame segment is a difference of two cumulative sums (O(1) per candidate gene).
 
 * GC frame bias (Prodigal's seed): in a 120-bp window, the codon position with the most G+C
   marks the reading frame of real genes; the weight of each relative position is learned from
   the genome's long ORFs. It only seeds the first training set.
 * Periodic Markov model: log P(base | 5 previous bases, codon position) under coding minus the
   same under a homogeneous background fitted on both strands of the whole genome. Every base of a
-  codon is scored in its own codon position, so each hexamer at every phase carries evidence
-  (Prodigal's dicodon score uses codon-aligned hexamers only).
+  codon is scored in its own codon position, so each hexamer at every phase carries evidence.
+* Codon-pair score (Prodigal's dicodon score): log P(codon pair in genes) / P(hexamer anywhere),
+  one term per codon, for the pair that codon begins.
+* Length factor: how unlikely an open frame this long is by chance, given the stop-codon
+  frequency of the genome's base composition.
 
 Legend: L = strand length, C = codons in a frame, Q = codon position (3), K = 4**6 hexamers.
 """
@@ -140,3 +144,59 @@ def fit_coding_model(coding_QK: np.ndarray, background_K: np.ndarray,
     bg = _conditional(background_K, alpha, order)
     llr = np.stack([_conditional(coding_QK[q], alpha, order) - bg for q in range(3)])
     return CodingModel(np.clip(llr, -clip, clip).astype(np.float32))
+
+
+def stop_probability(gc: float) -> float:
+    """Chance that a random codon is a stop (TAA, TAG, TGA) at genome G+C fraction ``gc``."""
+    at, g = (1.0 - gc) / 2.0, gc / 2.0
+    return at ** 3 + 2.0 * at * at * g
+
+
+def length_factor(num_codons: np.ndarray, gc: float, ref: float = 80.0,
+                  linear_from: float = 1000.0) -> np.ndarray:
+    """Log-odds that an open frame this long is not chance, relative to one of ``ref`` codons.
+
+    A random frame stays open for n codons with probability q**n (q = 1 - stop probability), so
+    log((1 - q**n) / q**n) measures how surprising the length is (Prodigal's length factor).
+    Beyond ``linear_from`` codons it grows linearly, so very long genes do not dominate.
+    """
+    q = 1.0 - stop_probability(gc)
+
+    def lo(n):
+        return np.log1p(-q ** n) - n * np.log(q)
+
+    n = np.asarray(num_codons, dtype=np.float64)
+    top = lo(linear_from) - lo(ref)
+    out = lo(np.minimum(n, linear_from)) - lo(ref)
+    return np.where(n > linear_from, top * (n - ref) / (linear_from - ref), out)
+
+
+def dicodon_counts(kidx: np.ndarray, valid: np.ndarray, starts: np.ndarray,
+                   ends: np.ndarray) -> np.ndarray:
+    """Counts of codon-aligned hexamers (codon pairs) from each start codon to its stop codon:
+    the pair that starts at every codon of the genes [starts, ends), [K]."""
+    pos = [np.arange(s + ORDER, e, 3) for s, e in zip(starts.tolist(), ends.tolist())]
+    pos = np.concatenate(pos) if pos else np.zeros(0, dtype=np.int64)
+    pos = pos[pos < len(kidx)]
+    pos = pos[valid[pos]]
+    return np.bincount(kidx[pos], minlength=NUM_KMERS)
+
+
+def fit_dicodon(counts_K: np.ndarray, background_K: np.ndarray, pseudo: float = 1000.0,
+                clip: float = 5.0) -> np.ndarray:
+    """Log-likelihood ratio of each codon pair in genes against any hexamer of the genome
+    (Prodigal's dicodon score), smoothed towards 0 by ``pseudo`` counts spread as the
+    background, [K]."""
+    q = (background_K + 0.5) / (background_K.sum() + 0.5 * NUM_KMERS)
+    p = (counts_K + pseudo * q) / (counts_K.sum() + pseudo)
+    return np.clip(np.log(p / q), -clip, clip)
+
+
+def dicodon_codon_scores(llr_K: np.ndarray, kidx: np.ndarray, valid: np.ndarray,
+                         frame: int) -> np.ndarray:
+    """Score of each codon of ``frame``: the LLR of the codon pair it begins, [C]."""
+    n = (len(kidx) - frame) // 3
+    end = frame + 3 * np.arange(n) + ORDER  # last base of the pair starting at codon c
+    inside = end < len(kidx)
+    e = np.minimum(end, len(kidx) - 1)
+    return np.where(inside & valid[e], llr_K[kidx[e]], 0.0)

@@ -1,17 +1,24 @@
-"""Translation-start signals: start codon, Shine-Dalgarno motif and spacer, composition near starts.
+"""Translation-start signals: start codon, ribosome binding site, upstream composition.
 
-Each candidate start gets three log-likelihood ratios of "the real start of its ORF" against
-"any candidate start of a coding ORF", learned per genome from the current training genes and
-smoothed towards a universal prior fitted on the train genomes (:mod:`genoctx.heads._fitted`):
+Each candidate start gets three log-likelihood ratios of "a real start" against "any candidate
+start of the genome", learned per genome (Prodigal's design, Hyatt et al. 2010):
 
-* codon type: ATG / GTG / TTG (edge starts have no signal and score 0);
-* ribosome binding site: the best exact match to a piece of AGGAGG (3 to 6 bp) at a spacer of
-  3 to 15 bp before the start codon, binned like Prodigal's RBS classes; the class that scores
-  highest under the current weights is the one a start is given;
-* composition: a position weight matrix over the 24 bases before the start codon and the nine
-  after it (it sees the RBS region too; the fitted weights share the evidence out).
+* codon type: ATG / GTG / TTG (starts running in from an open contig edge have no signal);
+* ribosome binding site: a piece of the Shine-Dalgarno core AGGAGG (3 to 6 bp exact, or 5 to 6
+  bp with one mismatch inside the motif) ending 3 to 15 bp before the start codon, binned by
+  motif kind and spacer; among the classes present upstream of a start, the one that scores
+  highest under the current weights is the start's class (class 0: no motif);
+* upstream composition: one base LLR per position at -1, -2 and -15 … -44 (the RBS region in
+  between is left to the motif model).
 
-Legend: N = candidate starts, P = PWM positions, B = 4 bases.
+The weights are self-trained (:func:`train_start_model`): in every ORF of the training genes the
+best start under the coding score plus the current start weights is taken as real, the weights
+are re-estimated from those starts, and this repeats until the choice settles. Counts are
+smoothed with pseudo-counts (spread as a universal prior in this layout when one is given, else as
+the background), so a rare class keeps an LLR near its prior (or 0) instead of swinging to ±4.
+
+Legend: L = strand length, N = candidate starts, R = RBS classes, P = upstream positions,
+K = motif kinds, B = 4 bases (+ N).
 """
 
 from __future__ import annotations
@@ -23,71 +30,72 @@ import numpy as np
 from genoctx.heads.orfs import EDGE_START
 
 SD = "AGGAGG"
-SD_LENGTHS = (3, 4, 5, 6)
+MOTIF_KINDS = ((3, 0), (4, 0), (5, 0), (6, 0), (5, 1), (6, 1))  # (length, mismatches)
 SPACER_BINS = ((3, 4), (5, 10), (11, 12), (13, 15))
-NUM_RBS = 1 + len(SD_LENGTHS) * len(SPACER_BINS)  # class 0: no motif
+NUM_RBS = 1 + len(MOTIF_KINDS) * len(SPACER_BINS)  # class 0: no motif
 NUM_TYPES = 4  # ATG GTG TTG edge
-PWM_OFFSETS = np.array(list(range(-24, 0)) + list(range(3, 12)))
-_MAX_SPACER = SPACER_BINS[-1][1]
+PWM_OFFSETS = np.array([-1, -2, *range(-15, -45, -1)])  # upstream composition positions
+LLR_CLIP = 4.0
+_BASE = {"A": 0, "C": 1, "G": 2, "T": 3}
 
 
-def _sd_substrings() -> dict[int, set[int]]:
-    out: dict[int, set[int]] = {}
-    code = {"A": 0, "C": 1, "G": 2, "T": 3}
-    for m in SD_LENGTHS:
-        out[m] = set()
-        for i in range(len(SD) - m + 1):
-            v = 0
-            for ch in SD[i:i + m]:
-                v = v * 4 + code[ch]
-            out[m].add(v)
+def _motif_tables() -> list[np.ndarray]:
+    """Per motif kind, a lookup over every k-mer code (base-4, first base most significant)
+    that says whether it is a motif of that kind, [4**length] each."""
+    out = []
+    for length, mism in MOTIF_KINDS:
+        table = np.zeros(4 ** length, dtype=bool)
+        for i in range(len(SD) - length + 1):
+            core = [_BASE[c] for c in SD[i:i + length]]
+            variants = [core] if mism == 0 else [
+                core[:p] + [b] + core[p + 1:] for p in range(1, length - 1) for b in range(4)
+                if b != core[p]]
+            for v in variants:
+                table[sum(b * 4 ** (length - 1 - t) for t, b in enumerate(v))] = True
+        out.append(table)
     return out
 
 
-_SD_SUBS = _sd_substrings()
+_MOTIF_TABLES = _motif_tables()
 
 
-def sd_match_length(x: np.ndarray) -> np.ndarray:
-    """Length (0 or 3..6) of the longest piece of AGGAGG starting at each base, shape [L]."""
+def motif_hits(x: np.ndarray) -> np.ndarray:
+    """Whether a motif of each kind starts at each base of the encoded strand ``x``, [K, L]."""
     n = len(x)
-    best = np.zeros(n, dtype=np.int8)
-    for m in SD_LENGTHS:  # increasing, so longer matches overwrite shorter ones
-        if n < m:
-            break
-        v = np.zeros(n - m + 1, dtype=np.int32)
-        bad = np.zeros(n - m + 1, dtype=bool)
-        for t in range(m):
-            b = x[t:n - m + 1 + t]
+    hits = np.zeros((len(MOTIF_KINDS), n), dtype=bool)
+    for k, (length, _) in enumerate(MOTIF_KINDS):
+        if n < length:
+            continue
+        v = np.zeros(n - length + 1, dtype=np.int32)
+        bad = np.zeros(n - length + 1, dtype=bool)
+        for t in range(length):
+            b = x[t:n - length + 1 + t]
             v = v * 4 + np.minimum(b, 3)
             bad |= b >= 4
-        hit = np.isin(v, list(_SD_SUBS[m])) & ~bad
-        best[: n - m + 1][hit] = m
-    return best
+        hits[k, :n - length + 1] = _MOTIF_TABLES[k][v] & ~bad
+    return hits
 
 
-def _spacer_bin(spacer: np.ndarray) -> np.ndarray:
-    out = np.full(spacer.shape, -1, dtype=np.int8)
-    for b, (lo, hi) in enumerate(SPACER_BINS):
-        out[(spacer >= lo) & (spacer <= hi)] = b
-    return out
+def rbs_presence(hits_KL: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Which RBS classes occur upstream of each start, [N, R] (class 0 always)."""
+    pres = np.zeros((len(starts), NUM_RBS), dtype=bool)
+    pres[:, 0] = True
+    for k, (length, _) in enumerate(MOTIF_KINDS):
+        for b, (lo, hi) in enumerate(SPACER_BINS):
+            col = pres[:, 1 + k * len(SPACER_BINS) + b]
+            for spacer in range(lo, hi + 1):
+                pos = starts - spacer - length
+                ok = pos >= 0
+                col[ok] |= hits_KL[k, pos[ok]]
+    return pres
 
 
-def rbs_classes(sdlen: np.ndarray, starts: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """RBS class (0..NUM_RBS-1) of each start: the present motif/spacer class of highest weight."""
-    best_cls = np.zeros(len(starts), dtype=np.int8)
-    best_w = np.full(len(starts), weights[0], dtype=np.float64)
-    for off in range(SD_LENGTHS[0] + SPACER_BINS[0][0], _MAX_SPACER + SD_LENGTHS[-1] + 1):
-        pos = starts - off
-        ok = pos >= 0
-        m = np.where(ok, sdlen[np.maximum(pos, 0)], 0)
-        sbin = _spacer_bin(off - m.astype(np.int64))
-        has = ok & (m > 0) & (sbin >= 0)
-        cls = np.where(has, 1 + (np.maximum(m, 3) - 3) * len(SPACER_BINS) + sbin, 0)
-        w = weights[cls]
-        better = has & (w > best_w)
-        best_cls[better] = cls[better]
-        best_w[better] = w[better]
-    return best_cls
+def rbs_classes(pres_NR: np.ndarray, starts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """RBS class of each start: the present class of highest weight (ties: the later class)."""
+    del starts  # unused; the argument keeps decoder_fit's call working
+    score = np.where(pres_NR, weights[None, :], -np.inf)
+    # argmax returns the first maximum; reverse the columns so ties go to stronger motifs
+    return (NUM_RBS - 1 - np.argmax(score[:, ::-1], axis=1)).astype(np.int8)
 
 
 def pwm_bases(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -97,16 +105,24 @@ def pwm_bases(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.where(inside, x[np.clip(pos_NP, 0, len(x) - 1)], 4).astype(np.int8)
 
 
+def initial_rbs_weights() -> np.ndarray:
+    """Weights before any training: longer exact motifs first (they only break ties), [R]."""
+    w = np.zeros(NUM_RBS)
+    for k, (length, mism) in enumerate(MOTIF_KINDS):
+        w[1 + k * len(SPACER_BINS): 1 + (k + 1) * len(SPACER_BINS)] = 1e-3 * (length - 1.5 * mism)
+    return w
+
+
 @dataclass
 class StartModel:
-    """Log-likelihood ratios: codon type [4], RBS class [NUM_RBS], PWM [P, 5] (column 4 is N)."""
+    """Log-likelihood ratios: codon type [4], RBS class [R], upstream composition [P, 5]."""
 
     type_llr: np.ndarray
     rbs_llr: np.ndarray
     pwm_llr_PB: np.ndarray
 
     def features(self, stype: np.ndarray, rbs: np.ndarray, bases_NP: np.ndarray) -> np.ndarray:
-        """Per-start [type, rbs, composition] scores, shape [N, 3]; edge starts score 0."""
+        """Per-start [type, rbs, composition] LLRs, shape [N, 3]; edge starts score 0."""
         pwm = self.pwm_llr_PB[np.arange(len(PWM_OFFSETS))[None, :], bases_NP].sum(axis=1)
         out = np.stack([self.type_llr[stype], self.rbs_llr[rbs], pwm], axis=1)
         out[stype == EDGE_START] = 0.0
@@ -115,7 +131,7 @@ class StartModel:
 
 @dataclass
 class StartCounts:
-    """Counts at real starts (``pos``) and at all candidate starts (``all``) of training ORFs."""
+    """Counts at real starts (``pos``) and at all candidate starts (``all``)."""
 
     type_pos: np.ndarray
     type_all: np.ndarray
@@ -149,24 +165,135 @@ class StartCounts:
             return a / np.maximum(s, 1e-12)
         return StartCounts(*(nz(getattr(self, f)) for f in self.__dataclass_fields__))
 
+    def matches_layout(self) -> bool:
+        """Whether the tables have this module's shapes (a prior fitted for another layout
+        — other RBS classes or composition positions — does not)."""
+        return (len(self.type_pos) == NUM_TYPES and len(self.rbs_pos) == NUM_RBS
+                and np.shape(self.pwm_pos) == (len(PWM_OFFSETS), 5))
 
-def _llr(pos: np.ndarray, all_: np.ndarray, prior_pos: np.ndarray, prior_all: np.ndarray,
-         strength: float) -> np.ndarray:
-    p = (pos + strength * prior_pos + 0.5) / (pos.sum(-1, keepdims=True) + strength + 0.5 * pos.shape[-1])
-    q = (all_ + strength * prior_all + 0.5) / (all_.sum(-1, keepdims=True) + strength + 0.5 * all_.shape[-1])
-    return np.log(p / q)
+
+def _llr(pos, all_, prior_pos, prior_all, strength: float) -> np.ndarray:
+    """log P(x | real) / P(x | any start), both smoothed with ``strength`` pseudo-counts spread
+    as the prior's frequencies; without a prior (None) the real-start side is smoothed towards
+    the background, so an empty or rare cell's LLR shrinks towards 0."""
+    k = all_.shape[-1]
+    pa = np.zeros_like(all_) if prior_all is None else prior_all
+    q = (all_ + strength * pa + 0.5) / (all_.sum(-1, keepdims=True)
+                                        + strength * pa.sum(-1, keepdims=True) + 0.5 * k)
+    pp = q if prior_pos is None else prior_pos
+    p = (pos + strength * pp) / (pos.sum(-1, keepdims=True) + strength * pp.sum(-1, keepdims=True))
+    return np.clip(np.log(np.maximum(p, 1e-12) / q), -LLR_CLIP, LLR_CLIP)
 
 
-def fit_start_model(counts: StartCounts | None, prior: StartCounts, strength: float) -> StartModel:
-    """Start LLRs from this genome's counts, smoothed towards the universal ``prior``.
+def fit_start_model(counts: StartCounts | None, prior: StartCounts | None,
+                    strength: float) -> StartModel:
+    """Start LLRs from this genome's counts, smoothed with ``strength`` pseudo-counts.
 
-    ``prior`` holds frequencies; ``strength`` is its weight in pseudo-counts.
+    ``prior`` holds frequencies of a universal start model in this module's layout; without one
+    (or with one of another layout) the smoothing pulls every LLR towards 0 and the RBS weights
+    start from :func:`initial_rbs_weights`.
     """
+    use_prior = prior is not None and prior.matches_layout()
     if counts is None:
-        counts = StartCounts(*(np.zeros_like(getattr(prior, f)) for f in prior.__dataclass_fields__))
-    type_llr = _llr(counts.type_pos, counts.type_all, prior.type_pos, prior.type_all, strength)
+        if not use_prior:
+            return StartModel(np.zeros(NUM_TYPES), initial_rbs_weights(),
+                              np.zeros((len(PWM_OFFSETS), 5)))
+        counts = StartCounts(*(np.zeros_like(np.asarray(getattr(prior, f), dtype=np.float64))
+                               for f in StartCounts.__dataclass_fields__))
+    tables = []
+    for name in ("type", "rbs", "pwm"):
+        pos, all_ = getattr(counts, name + "_pos"), getattr(counts, name + "_all")
+        if name == "pwm":  # the N column carries no signal
+            pos, all_ = pos[:, :4], all_[:, :4]
+        pp = pa = None
+        if use_prior:
+            pp = np.asarray(getattr(prior, name + "_pos"), dtype=np.float64)
+            pa = np.asarray(getattr(prior, name + "_all"), dtype=np.float64)
+            if name == "pwm":
+                pp, pa = pp[:, :4], pa[:, :4]
+        tables.append(_llr(pos, all_, pp, pa, strength))
+    type_llr, rbs_llr, pwm4 = tables
     type_llr[EDGE_START] = 0.0
-    rbs_llr = _llr(counts.rbs_pos, counts.rbs_all, prior.rbs_pos, prior.rbs_all, strength)
-    pwm = _llr(counts.pwm_pos, counts.pwm_all, prior.pwm_pos, prior.pwm_all, strength)
-    pwm[:, 4] = 0.0
+    pwm = np.concatenate([pwm4, np.zeros((len(PWM_OFFSETS), 1))], axis=1)
     return StartModel(type_llr, rbs_llr, pwm)
+
+
+# --------------------------------------------------------------------------- self-training
+
+@dataclass
+class StartTable:
+    """Start features of all candidates of one strand: codon type [N], RBS classes present
+    [N, R], upstream bases [N, P], and the key of the ORF each belongs to [N]."""
+
+    stype: np.ndarray
+    pres_NR: np.ndarray
+    bases_NP: np.ndarray
+    orf: np.ndarray
+
+
+def best_in_group(score: np.ndarray, group: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Index of the highest-``score`` entry of every ``group`` among entries in ``mask``."""
+    idx = np.flatnonzero(mask)
+    order = idx[np.lexsort((-score[idx], group[idx]))]
+    if len(order) == 0:
+        return order
+    return order[np.r_[True, group[order][1:] != group[order][:-1]]]
+
+
+def train_start_model(tables: list[StartTable], coding: list[np.ndarray],
+                      train_orfs: list[np.ndarray], weight: float, *, iters: int = 8,
+                      strength: float = 50.0, prior: StartCounts | None = None) -> StartModel:
+    """Self-train the start model (hard EM over the starts of the training ORFs).
+
+    Args:
+        tables: start features of each strand's candidates.
+        coding: each candidate's coding part of the start-choice score (nats).
+        train_orfs: per strand, a boolean [N] mask of candidates whose ORF is a training gene.
+        weight: weight of the start LLRs against the coding part.
+        iters: rounds of choose-best-start / re-estimate for codon type and RBS; the upstream
+            composition is estimated once from the final choice.
+        strength: pseudo-counts of the smoothing.
+        prior: universal start frequencies in this module's layout, if any.
+
+    The background ("any start") is every candidate start of the genome that is not an edge.
+    """
+    model = fit_start_model(None, prior, strength)
+    real = [t.stype != EDGE_START for t in tables]
+    if not any(r.any() for r in real):
+        return model
+    type_all = sum(np.bincount(t.stype[r], minlength=NUM_TYPES) for t, r in zip(tables, real))
+    pwm_all = sum(_base_counts(t.bases_NP[r]) for t, r in zip(tables, real))
+    best: list[np.ndarray] = []
+    for it in range(iters + 1):
+        rbs = [rbs_classes(t.pres_NR, None, model.rbs_llr) for t in tables]
+        best = []
+        for t, c, m, r, ok in zip(tables, coding, train_orfs, rbs, real):
+            score = c + weight * (model.type_llr[t.stype] + model.rbs_llr[r])
+            best.append(best_in_group(score, t.orf, m & ok))
+        if it == iters:
+            break
+        counts = StartCounts(
+            sum(np.bincount(t.stype[b], minlength=NUM_TYPES) for t, b in zip(tables, best)),
+            type_all,
+            sum(np.bincount(r[b], minlength=NUM_RBS) for r, b in zip(rbs, best)),
+            sum(np.bincount(r[ok], minlength=NUM_RBS) for r, ok in zip(rbs, real)),
+            pwm_all, pwm_all)
+        new = fit_start_model(_as_float(counts), prior, strength)
+        model = StartModel(new.type_llr, new.rbs_llr, model.pwm_llr_PB)
+    # composition from the settled choice
+    pwm_pos = sum(_base_counts(t.bases_NP[b]) for t, b in zip(tables, best))
+    counts = StartCounts(type_all, type_all, np.ones(NUM_RBS), np.ones(NUM_RBS), pwm_pos, pwm_all)
+    pwm = fit_start_model(_as_float(counts), prior, strength).pwm_llr_PB
+    return StartModel(model.type_llr, model.rbs_llr, pwm)
+
+
+def _base_counts(bases_NP: np.ndarray) -> np.ndarray:
+    """Counts of each base (and N) at each position, [P, 5]."""
+    b = bases_NP.astype(np.int64)
+    cols = np.arange(b.shape[1])[None, :] * 5 + b
+    return np.bincount(cols.ravel(), minlength=b.shape[1] * 5).reshape(-1, 5)
+
+
+def _as_float(c: StartCounts) -> StartCounts:
+    return StartCounts(*(np.asarray(getattr(c, f), dtype=np.float64)
+                         for f in StartCounts.__dataclass_fields__))

@@ -1,4 +1,5 @@
-"""Gene-structure decoder: accuracy on real genomes, ORF invariants, DNA symmetry, DP optimality."""
+"""Gene-structure decoder: accuracy on real genomes, ORF invariants, DNA symmetry, DP optimality,
+and the Prodigal-style parts (RBS motifs, start training, length factor, codon pairs, links)."""
 
 import gzip
 import itertools
@@ -12,15 +13,28 @@ from Bio.SeqFeature import CompoundLocation
 from genoctx.errors import InputError
 from genoctx.eval.metrics import gene_metrics
 from genoctx.heads import classes
+from genoctx.heads import start_model as sm
+from genoctx.heads.codon_model import (
+    dicodon_codon_scores,
+    dicodon_counts,
+    fit_dicodon,
+    kmer_index,
+    length_factor,
+    stop_probability,
+)
 from genoctx.heads.decoder import (
     DecoderParams,
     GeneCall,
+    _group_cummax,
     call_genes,
     call_genes_multi,
     call_rnas,
     hysteresis_segments,
+    link_value,
     select_genes,
+    short_gene_scale,
 )
+from genoctx.heads.orfs import encode
 
 STOPS = {"TAA", "TAG", "TGA"}
 STARTS = {"ATG", "GTG", "TTG"}
@@ -182,22 +196,41 @@ def test_input_errors():
 
 
 def _feasible(chain, p):
-    for (l1, r1, s1, _), (l2, r2, s2, _) in itertools.pairwise(chain):
+    for (l1, r1, s1, *_), (l2, r2, s2, *_) in itertools.pairwise(chain):
         ovl = {(1, 1): p.max_same_overlap, (-1, -1): p.max_same_overlap,
                (1, -1): p.max_tail_overlap, (-1, 1): p.max_head_overlap}[(s1, s2)]
         if r1 > l2 + ovl or r1 >= r2 or l1 >= l2:
             return False
+        # genes on opposite strands keep more of themselves outside an overlap than inside
+        if s1 != s2 and r1 > l2 and not (r1 - l2 < l2 - l1 and r1 - l2 < r2 - r1):
+            return False
     return True
+
+
+def _chain_value(chain, w, credit):
+    total = sum(g[3] for g in chain)
+    if w:
+        for a, b in itertools.pairwise(chain):
+            gap = b[0] - a[1]
+            total += link_value(gap, a[2] == b[2], w)
+            if a[2] == b[2] and gap in (-1, -4):
+                total += credit[b[4]] if b[2] == 1 else credit[a[4]]
+    return total
+
+
+def _random_genes(rng, n):
+    genes = []
+    for _ in range(n):
+        lo = rng.randrange(0, 1500)
+        genes.append((lo, lo + rng.randrange(90, 600), rng.choice((1, -1)), rng.uniform(-3, 10)))
+    return genes
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_dp_matches_brute_force(seed):
     rng = random.Random(seed)
     p = DecoderParams()
-    genes = []
-    for _ in range(11):
-        lo = rng.randrange(0, 2000)
-        genes.append((lo, lo + rng.randrange(90, 700), rng.choice((1, -1)), rng.uniform(-2, 10)))
+    genes = _random_genes(rng, 11)
     left, right, strand, score = (np.array(c) for c in zip(*genes))
     chosen = select_genes(left, right, strand, score, p)
     got = score[chosen].sum() if len(chosen) else 0.0
@@ -210,6 +243,194 @@ def test_dp_matches_brute_force(seed):
                 best = max(best, sum(g[3] for g in chain))
     assert got == pytest.approx(best)
     assert _feasible([genes[i] for i in sorted(chosen, key=lambda i: (genes[i][1], genes[i][0]))], p)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dp_with_links_matches_brute_force(seed):
+    """Operon bonuses, strand-switch penalties and ATGA/TGATG credits: still the exact optimum."""
+    rng = random.Random(100 + seed)
+    p, w = DecoderParams(), 0.65
+    genes = _random_genes(rng, 9)
+    # operon partners: a same-strand gene whose start overlaps the stop codon of another
+    a = genes[0]
+    genes[1] = ((a[1] - 4, a[1] + 300, 1, -1.0) if a[2] == 1 else (a[0] - 300, a[0] + 4, -1, -1.0))
+    genes = [(g[0], g[1], a[2] if i == 1 else g[2], g[3], i) for i, g in enumerate(genes)]
+    credit = np.array([rng.uniform(0, 3) for _ in genes])
+    left, right, strand, score = (np.array([g[k] for g in genes]) for k in range(4))
+    chosen = select_genes(left, right, strand, score, p, w, credit)
+    order = sorted(range(len(genes)), key=lambda i: (genes[i][1], genes[i][0], genes[i][2]))
+    best = 0.0
+    for k in range(1, len(genes) + 1):
+        for sub in itertools.combinations(order, k):
+            chain = [genes[i] for i in sub]
+            if _feasible(chain, p):
+                best = max(best, _chain_value(chain, w, credit))
+    got_chain = [genes[i] for i in sorted(chosen, key=lambda i: (genes[i][1], genes[i][0]))]
+    assert _feasible(got_chain, p)
+    assert _chain_value(got_chain, w, credit) == pytest.approx(best)
+
+
+def test_link_values():
+    w = 1.0
+    assert link_value(0, True, w) == pytest.approx(2.0 - 3 / 60)      # adjacent, same strand
+    assert link_value(57, True, w) == pytest.approx(1.0)              # stop → start 60 bp
+    assert link_value(100, True, w) == 0.0                            # neither near nor far
+    assert link_value(200, True, w) == -1.0                           # a long gap
+    assert link_value(-4, True, w) == pytest.approx(2.0 - 1 / 60)     # ATGA overlap
+    assert link_value(-40, True, w) == 0.0                            # a long overlap
+    assert link_value(10, False, w) == -1.0                           # strand switch
+
+
+# --------------------------------------------------------------------------- start signals
+
+def _rbs_class(kind, spacer_bin):
+    return 1 + sm.MOTIF_KINDS.index(kind) * len(sm.SPACER_BINS) + spacer_bin
+
+
+def test_rbs_motif_found_with_its_spacer():
+    x = encode("CCCCCAGGAGGCCCCCCCATGCCCC")  # AGGAGG at 5..10
+    hits = sm.motif_hits(x)
+    six = sm.MOTIF_KINDS.index((6, 0))
+    assert np.flatnonzero(hits[six]).tolist() == [5]
+    assert np.flatnonzero(hits[sm.MOTIF_KINDS.index((5, 0))]).tolist() == [5, 6]
+    assert not hits[sm.MOTIF_KINDS.index((6, 1))].any()  # exact motifs are not mismatches
+    # starts at 18, 23 and 13: the 6-mer's spacer is 7 (bin 5-10), 12 (bin 11-12), 2 (too close)
+    pres = sm.rbs_presence(hits, np.array([18, 23, 13]))
+    six_bins = [_rbs_class((6, 0), b) for b in range(len(sm.SPACER_BINS))]
+    assert pres[0, six_bins].tolist() == [False, True, False, False]
+    assert pres[1, six_bins].tolist() == [False, False, True, False]
+    assert not pres[2, six_bins].any() and pres[2, _rbs_class((3, 0), 1)]  # AGG ends at 8
+    assert pres[:, 0].all()
+    # one mismatch inside the motif: AGGTGG
+    mm = sm.motif_hits(encode("CCAGGTGGCC"))
+    assert np.flatnonzero(mm[sm.MOTIF_KINDS.index((6, 1))]).tolist() == [2] and not mm[six].any()
+    # a start's class is the present class of highest weight; "none" when nothing beats it
+    w = np.full(sm.NUM_RBS, -1.0)
+    w[0] = 0.0
+    w[_rbs_class((6, 0), 1)] = 2.0
+    w[_rbs_class((6, 0), 2)] = 1.0
+    assert sm.rbs_classes(pres, None, w).tolist() == [_rbs_class((6, 0), 1),
+                                                      _rbs_class((6, 0), 2), 0]
+    w[0] = 3.0
+    assert sm.rbs_classes(pres, None, w).tolist() == [0, 0, 0]
+
+
+def _synthetic_start_table(rng, n_orfs=400):
+    """ORFs of three ATG starts; the real one (random position) has AGGAGG at spacer 7."""
+    stype, pres, bases, orf, truth = [], [], [], [], []
+    good = _rbs_class((6, 0), 1)
+    for o in range(n_orfs):
+        real = rng.integers(3)
+        for i in range(3):
+            p = np.zeros(sm.NUM_RBS, bool)
+            p[0] = True
+            p[good] = i == real
+            stype.append(0), pres.append(p), orf.append(o), truth.append(i == real)
+            bases.append(rng.integers(4, size=len(sm.PWM_OFFSETS)))
+    t = sm.StartTable(np.array(stype, np.int8), np.array(pres), np.array(bases, np.int8),
+                      np.array(orf))
+    return t, np.array(truth), good
+
+
+def test_start_training_learns_the_rbs():
+    rng = np.random.default_rng(0)
+    t, truth, good = _synthetic_start_table(rng)
+    coding = [np.zeros(len(truth))]  # no coding evidence: only the motif tells the starts apart
+    model = sm.train_start_model([t], coding, [np.ones(len(truth), bool)], 4.35)
+    assert model.rbs_llr[good] > 1.0 and model.rbs_llr[0] < 0
+    rbs = sm.rbs_classes(t.pres_NR, None, model.rbs_llr)
+    score = model.rbs_llr[rbs]
+    best = sm.best_in_group(score, t.orf, np.ones(len(truth), bool))
+    assert truth[best].all()
+
+
+def test_short_gene_scale():
+    llr = np.array([[2.0, -2.0], [2.0, -2.0]])
+    out = short_gene_scale(llr, np.array([125, 500]))
+    np.testing.assert_allclose(out, [[1.0, -4.0], [2.0, -2.0]])
+
+
+def test_length_factor_and_stop_probability():
+    assert stop_probability(0.5) == pytest.approx(3 / 64)
+    q = 1 - 3 / 64
+    n = np.array([30.0, 80.0, 200.0, 1000.0, 2000.0])
+    lf = length_factor(n, 0.5)
+    ref = np.log((1 - q ** 80) / q ** 80)
+    assert lf[1] == pytest.approx(0.0)
+    assert lf[0] == pytest.approx(np.log((1 - q ** 30) / q ** 30) - ref)  # short: negative
+    assert lf[0] < 0 < lf[2] < lf[3] < lf[4]
+    assert lf[4] == pytest.approx(lf[3] * (2000 - 80) / (1000 - 80))     # linear beyond 1000
+
+
+def test_group_cummax():
+    v = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    g = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    np.testing.assert_array_equal(_group_cummax(v, g), [3, 3, 4, 1, 5, 9, 9, 9])
+
+
+def test_codon_pair_counts_match_scoring():
+    """A gene's codon-pair score sums exactly the pairs its counts were taken from."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(4, size=300).astype(np.uint8)
+    kidx, valid = kmer_index(x)
+    starts, ends = np.array([30]), np.array([90])
+    counts = dicodon_counts(kidx, valid, starts, ends)
+    assert counts.sum() == 19  # one pair per sense codon, the last one reaching into the stop
+    llr = rng.normal(size=4 ** 6)
+    per = dicodon_codon_scores(llr, kidx, valid, 0)
+    assert per[10:29].sum() == pytest.approx((counts * llr).sum())  # codons 10..28
+    bg = np.full(4 ** 6, 10.0)
+    fit = fit_dicodon(counts, bg, pseudo=1.0)
+    assert fit[np.argmax(counts)] > 0 and fit[counts == 0].max() < 0
+
+
+# --------------------------------------------------------------------------- end to end
+
+def _start_variant(body: str, rbs_upstream: bool, rng) -> tuple[str, int, int]:
+    """A contig: G-free flank, two in-frame ATGs 18 bp apart, a real gene body, a flank.
+
+    AGGAGG sits 7 bp before the upstream ATG (``rbs_upstream``) or before the downstream one.
+    Returns the contig and the positions of the two ATGs.
+    """
+    def flank(n):
+        return "".join(rng.choice(list("ACT"), size=n))
+
+    sd = "AGGAGG" + "TAAACAC"
+    ext = "GCAGGAGGTAAACAG" if not rbs_upstream else "GCAGCAGCTAAACAG"
+    up = flank(120)
+    up = up[:90] + "TAA" + up[93:]  # an in-frame stop ends the ORF upstream
+    pre = (up[:-13] + sd) if rbs_upstream else up
+    seq = pre + "ATG" + ext + "ATG" + body + flank(150)
+    return seq, len(pre), len(pre) + 18
+
+
+def test_start_with_the_rbs_is_chosen(ecoli):
+    """Two in-frame starts 6 codons apart: the decoder takes the one with the Shine-Dalgarno
+    motif at a proper spacer, whichever of the two it is."""
+    cid, seq, truth = ecoli
+    gene = next(g for g in truth if g.strand == 1 and 600 <= g.end - g.start <= 1200)
+    body = seq[gene.start + 3:gene.end]  # real codons after the start, through the stop
+    rng = np.random.default_rng(3)
+    a, a_up, a_down = _start_variant(body, False, rng)
+    b, b_up, b_down = _start_variant(body, True, rng)
+    calls = call_genes_multi([(cid, seq.encode()), ("a", a.encode()), ("b", b.encode())])
+    stop_a, stop_b = a_down + 3 + len(body), b_down + 3 + len(body)
+    ga = [g for g in calls if g.contig == "a" and g.strand == 1 and g.end == stop_a]
+    gb = [g for g in calls if g.contig == "b" and g.strand == 1 and g.end == stop_b]
+    assert len(ga) == 1 and ga[0].start == a_down != a_up
+    assert len(gb) == 1 and gb[0].start == b_up
+
+
+def test_random_sequence_gives_few_genes(ecoli):
+    """Short open frames in sequence without genes have weak coding scores and are rejected."""
+    cid, seq, _ = ecoli
+    rng = np.random.default_rng(0)
+    gc = (seq.count("G") + seq.count("C")) / len(seq)
+    rnd = "".join(rng.choice(list("ACGT"), size=30_000, p=[(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2]))
+    calls = call_genes_multi([(cid, seq.encode()), ("rnd", rnd.encode())])
+    noise = [g for g in calls if g.contig == "rnd"]
+    assert len(noise) <= 4, noise  # vs ~30 genes in 30 kb of real genome
+    assert all(g.score < 0.99 for g in noise)
 
 
 def test_rna_hysteresis():
