@@ -10,9 +10,7 @@ and IDs numbered again per contig in position order (unique across shards).
 
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
 
-import contextlib
 import sys
-import traceback
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import unquote
@@ -138,9 +136,6 @@ def main(smk) -> None:
 
 
 if "snakemake" in globals():
-    with open(snakemake.log[0], "w") as _log, contextlib.redirect_stderr(_log):  # noqa: F821
-        try:
-            main(snakemake)  # noqa: F821 (injected by Snakemake)
-        except BaseException:
-            traceback.print_exc()  # into the log, not only the Snakemake console
-            raise
+    from _smk import run_logged
+
+    run_logged(main, snakemake)  # noqa: F821 (injected by Snakemake)

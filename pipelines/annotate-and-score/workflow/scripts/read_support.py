@@ -9,11 +9,9 @@ not have get no value.
 
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
 
-import contextlib
 import csv
 import os
 import sys
-import traceback
 from pathlib import Path
 
 COLUMNS = ("gene", "contig", "start", "end", "strand", "mean_depth", "covered_fraction")
@@ -71,9 +69,6 @@ def main(smk) -> None:
 
 
 if "snakemake" in globals():
-    with open(snakemake.log[0], "w") as _log, contextlib.redirect_stderr(_log):  # noqa: F821
-        try:
-            main(snakemake)  # noqa: F821 (injected by Snakemake)
-        except BaseException:
-            traceback.print_exc()  # into the log, not only the Snakemake console
-            raise
+    from _smk import run_logged
+
+    run_logged(main, snakemake)  # noqa: F821 (injected by Snakemake)

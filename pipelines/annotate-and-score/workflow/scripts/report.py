@@ -9,13 +9,11 @@ support of the predicted genes (fraction with reads, median mean depth).
 
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
 
-import contextlib
 import csv
 import json
 import math
 import statistics
 import sys
-import traceback
 from pathlib import Path
 
 COLUMNS = ("sample", "contigs", "bases", "shards", "genes", "rnas", "genes_per_kb",
@@ -162,9 +160,6 @@ def main(smk) -> None:
 
 
 if "snakemake" in globals():
-    with open(snakemake.log[0], "w") as _log, contextlib.redirect_stderr(_log):  # noqa: F821
-        try:
-            main(snakemake)  # noqa: F821 (injected by Snakemake)
-        except BaseException:
-            traceback.print_exc()  # into the log, not only the Snakemake console
-            raise
+    from _smk import run_logged
+
+    run_logged(main, snakemake)  # noqa: F821 (injected by Snakemake)

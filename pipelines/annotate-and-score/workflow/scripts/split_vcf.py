@@ -8,9 +8,7 @@ an unsorted file is refused here, before any scoring, with the fix in the messag
 
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
 
-import contextlib
 import sys
-import traceback
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -73,9 +71,6 @@ def main(smk) -> None:
 
 
 if "snakemake" in globals():
-    with open(snakemake.log[0], "w") as _log, contextlib.redirect_stderr(_log):  # noqa: F821
-        try:
-            main(snakemake)  # noqa: F821 (injected by Snakemake)
-        except BaseException:
-            traceback.print_exc()  # into the log, not only the Snakemake console
-            raise
+    from _smk import run_logged
+
+    run_logged(main, snakemake)  # noqa: F821 (injected by Snakemake)

@@ -1,0 +1,18 @@
+"""Shared by the workflow's scripts: run ``main(snakemake)`` with stderr in the rule's log.
+
+Snakemake puts this folder on ``sys.path`` before running a ``script:``, so the scripts import
+this module only when Snakemake runs them (the tests import the scripts' functions directly).
+"""
+
+import contextlib
+import traceback
+
+
+def run_logged(main, smk) -> None:
+    """Call ``main(smk)``; its stderr and any traceback go to the rule's first log file."""
+    with open(smk.log[0], "w") as log, contextlib.redirect_stderr(log):
+        try:
+            main(smk)
+        except BaseException:
+            traceback.print_exc()  # into the log, not only the Snakemake console
+            raise
