@@ -56,8 +56,8 @@ def eval_command(
     device = resolve_device(device)
     command = "genoctx eval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
         if len(sys.argv) > 1 and sys.argv[1] == "eval" else None
-    kwargs = dict(model=model_arg, device=device, seed=seed, quick=quick, quiet=quiet,
-                  command=command)
+    kwargs = {"model": model_arg, "device": device, "seed": seed, "quick": quick, "quiet": quiet,
+              "command": command}
 
     if predictions is not None or truth is not None or fasta is not None:
         from genoctx.eval.custom import model_job, predictions_job

@@ -29,22 +29,9 @@ def _lengths(truth: Path, fasta: Path | None) -> dict[str, int] | None:
         from genoctx.io.fasta import FastaFile
 
         return dict(FastaFile(fasta).lengths)
-    name = truth.name.lower()
-    if any(ext in name for ext in (".gb", ".gbk", ".gbff", ".genbank")):
-        from genoctx.io.annotation import read_sequences_genbank
+    from genoctx.io.annotation import annotation_lengths
 
-        return {c: len(s) for c, s in read_sequences_genbank(truth)}
-    from genoctx.io.annotation import _open_text
-
-    lengths = {}
-    with _open_text(truth) as fh:
-        for line in fh:
-            if line.startswith("##sequence-region"):
-                bits = line.split()
-                if len(bits) == 4 and bits[3].isdigit():
-                    lengths[bits[1]] = int(bits[3])
-            elif not line.startswith("#"):
-                break
+    lengths = annotation_lengths(truth)
     return lengths or None
 
 
@@ -134,8 +121,8 @@ def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
         _check_contigs(calls, true, str(pred_path))
         label = method or pred_path.name
         m, rows = _score(label, calls, true, truth_path, lengths)
-        notes = [f"{len(calls)} predicted genes from {pred_path.name}; {len(true)} true genes "
-                 f"in {truth_path.name}."]
+        notes = [(f"{len(calls)} predicted genes from {pred_path.name}; {len(true)} true genes "
+                  f"in {truth_path.name}.")]
         if not lengths:
             notes.append("Per-base scores skipped: contig lengths unknown (give --fasta).")
         role = ctx.data_files[str(truth_path)]["role"]
@@ -195,7 +182,7 @@ def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1
         plots.append(savefig(track_figure(c0, 0, hi, truth=true, predicted=best, tracks=tracks),
                              ctx.bench_dir("model-on-truth") / "tracks.png"))
         return BenchResult(metrics=metrics, rows=rows, plots=plots,
-                           notes=[f"{fa_path.name} against {truth_path.name}; Prodigal is "
-                                  "pyrodigal trained on the same FASTA."])
+                           notes=[(f"{fa_path.name} against {truth_path.name}; Prodigal is "
+                                   "pyrodigal trained on the same FASTA.")])
 
     return run

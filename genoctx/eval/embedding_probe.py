@@ -52,36 +52,23 @@ for _i, _b in enumerate(b"ACGT"):
 def read_fasta_seqs(path: Path) -> list[bytes]:
     """Sequences of a small multi-record FASTA, uppercased, in file order.
 
-    Headers are ignored (these sets reuse names and carry free text), so the strict indexed
-    reader of :mod:`genoctx.io.fasta` is not used here.
+    Headers are ignored (these sets reuse names and carry free text), so names may repeat.
     """
-    seqs: list[bytes] = []
-    cur: list[bytes] | None = None
-    with open(path, "rb") as fh:
-        for line in fh:
-            line = line.strip()
-            if line.startswith(b">"):
-                if cur is not None:
-                    seqs.append(_finish(cur, path, len(seqs)))
-                cur = []
-            elif line:
-                if cur is None:
-                    raise InputError(f"{path}: sequence before the first '>' header; not FASTA")
-                cur.append(line)
-    if cur is not None:
-        seqs.append(_finish(cur, path, len(seqs)))
+    from genoctx.io.fasta import iter_records
+
+    if Path(path).stat().st_size == 0:
+        raise InputError(f"{path}: no FASTA records")
+    seqs = []
+    for i, (_, seq) in enumerate(iter_records(path, unique=False)):
+        seq = seq.upper()
+        if not seq:
+            raise InputError(f"{path}: record {i + 1} has no sequence")
+        if not seq.isalpha():
+            raise InputError(f"{path}: record {i + 1} holds bytes that are not sequence letters")
+        seqs.append(seq)
     if not seqs:
         raise InputError(f"{path}: no FASTA records")
     return seqs
-
-
-def _finish(parts: list[bytes], path: Path, i: int) -> bytes:
-    seq = b"".join(parts).upper()
-    if not seq:
-        raise InputError(f"{path}: record {i + 1} has no sequence")
-    if not seq.isalpha():
-        raise InputError(f"{path}: record {i + 1} holds bytes that are not sequence letters")
-    return seq
 
 
 def dedupe(seqs: Sequence[bytes], y: np.ndarray) -> tuple[list[bytes], np.ndarray, int]:
@@ -194,16 +181,6 @@ def pooled_embeddings(model, seqs: Sequence[bytes], *,
             if progress:
                 progress(len(batch))
     return np.stack([cache[s] for s in seqs]).astype(np.float32)
-
-
-def load_backbone(ctx):
-    """The context's language model, loaded once per context and kept on it."""
-    if ctx._backbone is None:
-        # harness.BenchContext.backbone imports from genoctx.model, whose __init__ is empty.
-        from genoctx.model.model import GenoCtxModel
-
-        ctx._backbone = GenoCtxModel.from_pretrained(ctx.model, device=ctx.device).eval()
-    return ctx._backbone
 
 
 # --------------------------------------------------------------------------- cross-validation

@@ -31,9 +31,10 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from genoctx.errors import InputError
 from genoctx.io.dataroot import HELD_OUT_ROLES, require_role, resolve_data_root, sha256_file
@@ -157,10 +158,11 @@ def benchmark_module(name: str):
 def _git_commit() -> str | None:
     repo = Path(__file__).resolve().parents[2]
     try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+        git = ["git", "-C", str(repo)]
+        out = subprocess.run([*git, "rev-parse", "HEAD"], check=False, capture_output=True,
                              text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
+                               check=False, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:

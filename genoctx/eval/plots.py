@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _plt():
+def pyplot():
     # No backend is forced: headless runs fall back to Agg by themselves, and notebooks keep
     # their inline backend.
     import matplotlib.pyplot as plt
@@ -23,7 +23,7 @@ def roc_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str = ""
     """ROC curves: name → (labels 0/1, scores); AUROC in the legend."""
     from genoctx.eval.metrics import auroc, roc_curve
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
     for name, (y, s) in curves.items():
         fpr, tpr = roc_curve(y, s)
@@ -38,7 +38,7 @@ def roc_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str = ""
 def grouped_bars(values: dict[str, dict[str, float]], ylabel: str, title: str = "",
                  ylim: tuple[float, float] | None = (0, 1.12)):
     """Bars per group (outer key, x axis) and series (inner key, colours)."""
-    plt = _plt()
+    plt = pyplot()
     groups = list(values)
     series = list(dict.fromkeys(s for g in groups for s in values[g]))
     fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(groups) * max(1, len(series)) / 2 + 2), 3.6))
@@ -65,7 +65,7 @@ def _feature_lane(ax, feats: Sequence, lo: int, hi: int, y: float, color: str) -
         a, b = max(f.start, lo), min(f.end, hi)
         if b <= a:
             continue
-        ax.add_patch(_plt().Rectangle((a, y - 0.3), b - a, 0.6, color=color, lw=0))
+        ax.add_patch(pyplot().Rectangle((a, y - 0.3), b - a, 0.6, color=color, lw=0))
         # strand arrow at the 3' end
         tip = b if f.strand == 1 else a
         ax.annotate("", (tip, y), (tip - f.strand * min(200, (b - a) / 2), y),
@@ -79,7 +79,7 @@ def track_figure(contig: str, lo: int, hi: int, *, truth: Sequence = (), predict
     ``truth`` and ``predicted`` hold objects with contig/start/end/strand (0-based half-open);
     ``tracks`` maps a name to a per-base array covering ``lo:hi``.
     """
-    plt = _plt()
+    plt = pyplot()
     tracks = tracks or {}
     fig, axes = plt.subplots(2, 1, figsize=(9, 3.8), sharex=True,
                              gridspec_kw={"height_ratios": [1, 1.6]})

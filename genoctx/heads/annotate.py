@@ -117,7 +117,6 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             probs[name] = p
             tracks[i] = {k: p[:, list(v)].sum(1) for k, v in TRACKS.items()}
     genes = call_genes_multi(records, probs or None, params=decoder_params(model_dir))
-    by_name = dict(zip(names, targets))
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
         mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]
@@ -125,7 +124,6 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         if name in probs:
             out_rnas += _shift([dataclasses.replace(r, contig=t.contig)
                                 for r in call_rnas(probs[name], contig=name)], t)
-    del by_name
     return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha)
 
 

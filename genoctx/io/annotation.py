@@ -536,6 +536,16 @@ def _parse_attrs(text: str, gtf: bool) -> dict:
     return attrs
 
 
+def annotation_lengths(path: str | Path) -> dict[str, int]:
+    """Contig lengths an annotation file states: GenBank records, or GFF3 ``##sequence-region``
+    lines (empty when a GFF3/GTF has none)."""
+    path = Path(path)
+    fmt = _sniff_format(path)
+    if fmt == "genbank":
+        return {c: len(s) for c, s in read_sequences_genbank(path)}
+    return _gff_rows(path, gtf=fmt == "gtf")[1]
+
+
 def _gff_rows(path: Path, gtf: bool):
     """(rows, region lengths, circular contigs)."""
     rows: list[_Row] = []

@@ -17,13 +17,13 @@ Run: ``genoctx eval annotation-bacteria`` (or ``python -m genoctx.eval.benchmark
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
-from genoctx.eval.metrics import (binary_scores, confusion_matrix, gene_metrics,
-                                  per_class_f1)
+from genoctx.eval.metrics import binary_scores, confusion_matrix, gene_metrics, per_class_f1
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, CLASSES, NUM_CLASSES
 from genoctx.heads.decoder import GeneCall, call_genes_multi
 from genoctx.io.annotation import label_tracks, read_features, read_genes, read_sequences_genbank
@@ -128,8 +128,8 @@ def run(ctx: BenchContext) -> BenchResult:
     metrics: dict = {"genomes": {}, "quick_bases": QUICK_BASES if ctx.quick else None,
                      "context": CONTEXT, "overlap": OVERLAP}
     rows: list[Row] = []
-    notes = ["A predicted gene matches a true one when contig, strand and stop coordinate agree; "
-             "truth excludes pseudo and joined CDS.",
+    notes = [("A predicted gene matches a true one when contig, strand and stop coordinate agree; "
+              "truth excludes pseudo and joined CDS."),
              "Prodigal is pyrodigal trained on each genome (all records), run here."]
     bars: dict[str, dict[str, float]] = {}
     shown = None
@@ -137,8 +137,8 @@ def run(ctx: BenchContext) -> BenchResult:
         records, truth, tracks = _load(ctx, rel)
         name = Path(rel).name.split(".gbff")[0]
         row: dict = {"n_bases": sum(len(s) for _, s in records), "n_true_genes": len(truth)}
-        callers = {"genoctx (sequence only)": lambda: call_genes_multi(records, None),
-                   "prodigal": lambda: prodigal_calls(records)}
+        callers = {"genoctx (sequence only)": partial(call_genes_multi, records, None),
+                   "prodigal": partial(prodigal_calls, records)}
         f32 = None
         if ctx.model is not None:
             directory = checkpoint.resolve_checkpoint(ctx.model)
@@ -147,7 +147,8 @@ def run(ctx: BenchContext) -> BenchResult:
             probs = model_probs(ctx, records, out_dir / f"{name}.{digest}.{tag}.probs.npz")
             f32 = {c: p.astype(np.float32) for c, p in probs.items()}
             params = decoder_params(directory)
-            callers = {"genoctx (model)": lambda: call_genes_multi(records, f32, params=params)} | callers
+            model_call = partial(call_genes_multi, records, f32, params=params)
+            callers = {"genoctx (model)": model_call} | callers
             row["per_base"] = base_scores(records, f32, tracks)
         calls_by = {}
         for tool, fn in callers.items():

@@ -38,6 +38,7 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
 from genoctx.eval.metrics import auprc, auroc, spearman
+from genoctx.eval.plots import pyplot
 from genoctx.heads.consequence import SEVERITY, GeneModel
 from genoctx.io.annotation import Feature
 
@@ -346,15 +347,6 @@ def _metrics(y, s) -> dict:
     return {"auroc": auroc(y, s), "auprc": auprc(y, s)}
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _plots(ctx: BenchContext, y, curves: dict, dll, variants) -> list[Path]:
     from genoctx.eval.plots import roc_figure
 
@@ -362,7 +354,7 @@ def _plots(ctx: BenchContext, y, curves: dict, dll, variants) -> list[Path]:
     paths = [savefig(roc_figure({k: (y, s) for k, s in curves.items()},
                                 title="BRCA1 SGE: LOF vs FUNC+INT"), out / "roc.png")]
     if dll is not None:
-        fig, ax = _pyplot().subplots(figsize=(5.2, 4))
+        fig, ax = pyplot().subplots(figsize=(5.2, 4))
         score = np.array([v.score for v in variants])
         for klass, color in (("FUNC", "tab:blue"), ("INT", "tab:orange"), ("LOF", "tab:red")):
             m = np.array([v.klass == klass for v in variants])

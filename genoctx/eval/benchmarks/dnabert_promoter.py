@@ -87,7 +87,7 @@ def run(ctx: BenchContext) -> BenchResult:
     cap = QUICK_CAP if ctx.quick else None
     keep = ep.cap_per_class(y, cap, ctx.seed)
     seqs, y = [seqs[i] for i in keep], y[keep]
-    model = ep.load_backbone(ctx) if ctx.model is not None else None
+    model = ctx.backbone() if ctx.model is not None else None
     t0 = time.perf_counter()
     with progress_bar("dnabert-promoter embeddings", len(seqs), ctx.quiet or model is None) as bar:
         res = ep.probe_task(seqs, y, seed=ctx.seed, model=model, progress=bar.advance)

@@ -32,6 +32,7 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
 from genoctx.eval.metrics import pearson, spearman
+from genoctx.eval.plots import pyplot
 
 NAME = "mpra-saturation"
 DESCRIPTION = "Saturation-mutagenesis MPRA (Kircher 2019): per-element Spearman of DLL vs effect"
@@ -218,17 +219,8 @@ def _median(per: dict, method: str, subset: str, stat: str) -> float | None:
 
 # ----------------------------------------------------------------------------- run
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _plot(ctx: BenchContext, per: dict) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     names = list(per)
     series = [("dll", "snv", "genoctx DLL, SNVs"), ("dll", "all", "genoctx DLL, all"),
               ("baseline", "all", "substitution class, all")]

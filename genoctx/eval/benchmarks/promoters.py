@@ -84,7 +84,7 @@ def run(ctx: BenchContext) -> BenchResult:
     cap = QUICK_CAP if ctx.quick else CAP_PER_CLASS
     tasks = TASKS[:QUICK_TASKS] if ctx.quick else TASKS
     out_dir = ctx.bench_dir(NAME)
-    model = ep.load_backbone(ctx) if ctx.model is not None else None
+    model = ctx.backbone() if ctx.model is not None else None
     metrics: dict = {"cap_per_class": cap, "kmer_k": list(ep.KMER_K), "n_splits": ep.N_SPLITS,
                      "c_grids": ep.C_GRIDS, "pooling": "mean over positions of [h_fwd, h_rc]",
                      "tasks": {}}
