@@ -13,6 +13,8 @@ EPILOG = """Examples:
   genoctx annotate data/examples/Yersinia_pestis_pPCP1_NC_005816.fna --out results/pPCP1
 
   genoctx annotate genome.fa.gz --region chr1:1-1,000,000 --formats gff3 --out chr1_1Mb
+
+  genoctx annotate worm_chunk.fa --mode eukaryote --out worm   # spliced genes (exons, CDS)
 """
 
 
@@ -31,6 +33,8 @@ def annotate(
     context: int = typer.Option(8192, "--context", help="Bases per model window."),
     overlap: int = typer.Option(1024, "--overlap", help="Bases shared by neighbouring windows."),
     batch_size: int = typer.Option(4, "--batch-size", help="Windows per model call."),
+    mode: str = typer.Option("prokaryote", "--mode", help="prokaryote (genes without introns, "
+                             "tRNA/rRNA/ncRNA) or eukaryote (spliced genes from the model)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
@@ -49,7 +53,7 @@ def annotate(
     prefix = out if out is not None else Path(input.name.split(".")[0])
     result = annotate_fasta(input, targets, model=None if model == "none" else model,
                             device=resolve_device(device), context=context, overlap=overlap,
-                            batch_size=batch_size, quiet=quiet)
+                            batch_size=batch_size, quiet=quiet, mode=mode.lower())
     written = write_annotation(prefix, result, chosen)
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "

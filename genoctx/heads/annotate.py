@@ -1,10 +1,13 @@
 """Annotate a FASTA end to end: tokens → model probabilities → gene-structure decoder → features.
 
 ``annotate_fasta`` is what ``genoctx annotate`` runs. Each target (a whole record, or a region)
-is tokenized, scored by the annotation model in overlapping windows (stitched without seams),
-and decoded into genes and RNA features by :mod:`genoctx.heads.decoder`, whose self-trained
-statistics are fitted across all targets of the input (one genome). Coordinates in the result
-are on the input's contigs, 0-based half-open.
+is tokenized and scored by the annotation model in overlapping windows (stitched without seams).
+In ``prokaryote`` mode (the default) the probabilities and the sequence are decoded into genes and
+RNA features by :mod:`genoctx.heads.decoder`, whose self-trained statistics are fitted across all
+targets of the input (one genome). In ``eukaryote`` mode the spliced Viterbi decoder
+(:mod:`genoctx.heads.spliced_decoder`) turns them into genes with introns (ATG … in-frame stop,
+GT…AG introns); it needs the model. Coordinates in the result are on the input's contigs, 0-based
+half-open.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.heads import classes
-from genoctx.heads.decoder import DecoderParams, GeneCall, call_genes_multi
+from genoctx.heads.decoder import DecoderParams, call_genes_multi
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar
@@ -29,18 +32,23 @@ TRACKS: dict[str, tuple[int, ...]] = {
     "CDS_minus": classes.CDS_MINUS,
     "RNA": tuple(classes.INDEX[n] for n in ("tRNA+", "tRNA-", "rRNA+", "rRNA-", "ncRNA+", "ncRNA-")),
 }
+# Eukaryote mode adds the intron track.
+EUKARYOTE_TRACKS: dict[str, tuple[int, ...]] = {
+    **TRACKS, "intron": (classes.INDEX["intron+"], classes.INDEX["intron-"])}
+MODES = ("prokaryote", "eukaryote")
 
 
 @dataclass
 class Annotation:
     """Genes and RNA features over the targets, plus per-target probability tracks."""
 
-    genes: list[GeneCall]
+    genes: list  # decoder.GeneCall (prokaryote mode) or spliced_decoder.SplicedGene (eukaryote)
     rnas: list = field(default_factory=list)
     targets: list[Region] = field(default_factory=list)
     lengths: dict[str, int] = field(default_factory=dict)   # contig lengths of the input
     tracks: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)  # target index -> tracks
     model_sha256: str | None = None
+    mode: str = "prokaryote"
 
 
 def _shift(items: list, region: Region) -> list:
@@ -48,6 +56,11 @@ def _shift(items: list, region: Region) -> list:
         return list(items)
     return [dataclasses.replace(g, start=g.start + region.start, end=g.end + region.start)
             for g in items]
+
+
+def _shift_spliced(genes: list, contig: str, offset: int) -> list:
+    return [dataclasses.replace(g, contig=contig, cds=tuple((s + offset, e + offset)
+                                                            for s, e in g.cds)) for g in genes]
 
 
 DECODER_FILE = "decoder.json"
@@ -80,13 +93,21 @@ def decoder_params(model_dir: Path | None) -> DecoderParams:
 def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    model: str | Path | None = "embedded", device: str = "cpu",
                    context: int = 8192, overlap: int = 1024, batch_size: int = 4,
-                   quiet: bool = False) -> Annotation:
+                   quiet: bool = False, mode: str = "prokaryote") -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
-    ``model=None`` decodes from the sequence alone (no neural probabilities).
+    ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
+    only). ``mode="eukaryote"`` decodes spliced genes from the head's probabilities.
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
+
+    if mode not in MODES:
+        raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "eukaryote" and model is None:
+        raise InputError("eukaryote mode decodes the annotation head's probabilities: it needs a "
+                         "model (--model embedded or a checkpoint), not 'none'")
+    track_classes = EUKARYOTE_TRACKS if mode == "eukaryote" else TRACKS
 
     fa = FastaFile(path)
     lengths = dict(fa.lengths)
@@ -115,7 +136,15 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
                               batch_size=batch_size, progress=bar.advance)
             probs[name] = p
-            tracks[i] = {k: p[:, list(v)].sum(1) for k, v in TRACKS.items()}
+            tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
+    if mode == "eukaryote":
+        from genoctx.heads.spliced_decoder import decode_many
+
+        spliced = decode_many(records, probs)
+        out = []
+        for name, t in zip(names, targets):
+            out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
+        return Annotation(out, [], list(targets), lengths, tracks, sha, mode)
     genes = call_genes_multi(records, probs or None, params=decoder_params(model_dir))
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
@@ -130,9 +159,18 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...]) -> list[Path]:
     """Write ``PREFIX.gff3``, ``PREFIX.bed`` and ``PREFIX.<track>.bedgraph``; returns the paths.
 
-    Each file is written to a temporary name and renamed when complete.
+    Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. Each file
+    is written to a temporary name and renamed when complete.
     """
-    from genoctx.io.writers import write_bed, write_bedgraph, write_gff3
+    from genoctx.io.writers import (
+        write_bed,
+        write_bedgraph,
+        write_gff3,
+        write_spliced_bed,
+        write_spliced_gff3,
+    )
+
+    spliced = result.mode == "eukaryote"
 
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -140,14 +178,20 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
     if "gff3" in formats:
         path = prefix.with_name(prefix.name + ".gff3")
         attrs = {"model_sha256": result.model_sha256} if result.model_sha256 else None
-        write_gff3(path, result.genes, result.rnas, result.lengths, attrs=attrs)
+        if spliced:
+            write_spliced_gff3(path, result.genes, result.lengths, attrs=attrs)
+        else:
+            write_gff3(path, result.genes, result.rnas, result.lengths, attrs=attrs)
         written.append(path)
     if "bed" in formats:
         path = prefix.with_name(prefix.name + ".bed")
-        write_bed(path, result.genes, result.rnas)
+        if spliced:
+            write_spliced_bed(path, result.genes)
+        else:
+            write_bed(path, result.genes, result.rnas)
         written.append(path)
     if "bedgraph" in formats and result.tracks:
-        for name in TRACKS:
+        for name in EUKARYOTE_TRACKS if spliced else TRACKS:
             path = prefix.with_name(f"{prefix.name}.{name}.bedgraph")
             for n, (i, tracks) in enumerate(sorted(result.tracks.items())):
                 t = result.targets[i]

@@ -1,12 +1,13 @@
 """Spliced gene-structure decoder: per-base class probabilities + sequence → eukaryotic genes.
 
 ```python
-from genoctx.heads.spliced_decoder import decode, decode_many, write_gff3
+from genoctx.heads.spliced_decoder import decode, decode_many
+from genoctx.io.writers import write_spliced_gff3
 
 genes = decode(seq, probs_L17, contig="I")       # probs from heads.annotation.predict_probs
 g = genes[0]
 g.strand, g.cds, g.introns  # -1, ((s0, e0), (s1, e1), ...), ((e0, s1), ...): 0-based half-open
-write_gff3("genes.gff3", genes, {"I": len(seq)})  # gene → mRNA → CDS (Parent links, phases)
+write_spliced_gff3("genes.gff3", genes, {"I": len(seq)})  # gene → mRNA → exon + CDS
 ```
 
 One Viterbi pass over a small state machine whose emissions are the annotation head's
@@ -630,41 +631,3 @@ def gene_masks(genes: list[SplicedGene], contig: str, length: int,
         for s, e in g.introns:
             intron[s:e] = True
     return cds, intron & ~cds
-
-
-def write_gff3(path, genes: list[SplicedGene], lengths: dict[str, int], *,
-               source: str = "genoctx") -> None:
-    """GFF3 with gene → mRNA → CDS (one row per exon, ``Parent`` links, CDS phase column)."""
-    from genoctx.io.atomic import atomic_open
-    from genoctx.io.writers import _attrs, _esc_seqid, _fmt_score, _gff_interval
-
-    order = {c: i for i, c in enumerate(lengths)}
-    missing = sorted({g.contig for g in genes} - set(order))
-    if missing:
-        raise InputError(f"no length given for contig(s) {', '.join(missing[:5])}")
-    lines = ["##gff-version 3"]
-    lines += [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items()]
-    count: dict[str, int] = {}
-    for g in sorted(genes, key=lambda g: (order[g.contig], g.start, g.end, g.strand)):
-        if g.start < 0 or g.end > lengths[g.contig]:
-            raise InputError(f"gene {g.start}-{g.end} lies outside {g.contig}")
-        count[g.contig] = count.get(g.contig, 0) + 1
-        gid = f"{g.contig}_{count[g.contig]}"
-        st = "+" if g.strand > 0 else "-"
-        lo, hi = _gff_interval(g.start, g.end)
-        col = [_esc_seqid(g.contig), source]
-        lines.append("\t".join(col + ["gene", str(lo), str(hi), _fmt_score(g.score), st, ".",
-                                      _attrs([("ID", gid)])]))
-        lines.append("\t".join(col + ["mRNA", str(lo), str(hi), _fmt_score(g.score), st, ".",
-                                      _attrs([("ID", f"mrna_{gid}"), ("Parent", gid)])]))
-        phases, done = {}, 0
-        for s, e in (g.cds if g.strand > 0 else g.cds[::-1]):  # phase along transcription
-            phases[(s, e)] = (3 - done % 3) % 3
-            done += e - s
-        for s, e in g.cds:  # rows in position order
-            lo, hi = _gff_interval(s, e)
-            lines.append("\t".join(col + ["CDS", str(lo), str(hi), ".", st, str(phases[(s, e)]),
-                                          _attrs([("ID", f"cds_{gid}"),
-                                                  ("Parent", f"mrna_{gid}")])]))
-    with atomic_open(path, "w", newline="\n") as fh:
-        fh.write("\n".join(lines) + "\n")

@@ -7,12 +7,15 @@ and :func:`_parse_interval`. BED and bedGraph are 0-based half-open like genoctx
 
 Genes are :class:`genoctx.heads.decoder.GeneCall`; RNA features are any objects with
 ``contig, start, end, strand, kind, score`` (:class:`genoctx.heads.decoder.RNACall`).
+Spliced (eukaryotic) genes are :class:`genoctx.heads.spliced_decoder.SplicedGene`, written by
+:func:`write_spliced_gff3` (gene → mRNA → exon + CDS) and :func:`write_spliced_bed` (BED12).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from itertools import pairwise
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -136,6 +139,85 @@ def write_bed(path: str | Path, genes: list, rna: list) -> None:
         s = 0 if g.score is None or not math.isfinite(g.score) else round(1000 * g.score)
         lines.append(f"{g.contig}\t{g.start}\t{g.end}\t{gid}\t{min(max(s, 0), 1000)}\t"
                      f"{_STRAND[g.strand]}")
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+
+
+def _cds_phases(g) -> list[str]:
+    """GFF3 phase of each CDS part of a spliced gene (position order): bases to skip at the
+    part's 5' end, counted along the gene's own strand."""
+    parts = list(g.cds)
+    done, phases = 0, {}
+    for s, e in (parts if g.strand > 0 else parts[::-1]):  # transcription order
+        phases[(s, e)] = str((3 - done % 3) % 3)
+        done += e - s
+    return [phases[p] for p in parts]
+
+
+def _check_spliced(gid: str, g, lengths: dict[str, int]) -> None:
+    parts = list(g.cds)
+    if not parts or any(e <= s for s, e in parts) or any(
+            b[0] < a[1] for a, b in pairwise(parts)):
+        raise InputError(f"{gid}: CDS parts {parts} must be non-empty, ascending and disjoint")
+    if parts[0][0] < 0 or parts[-1][1] > lengths[g.contig]:
+        raise InputError(f"{gid}: gene {parts[0][0]}-{parts[-1][1]} lies outside contig "
+                         f"{g.contig} of length {lengths[g.contig]}")
+
+
+def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *,
+                       source: str = "genoctx", attrs: dict | None = None) -> None:
+    """Write spliced genes as GFF3: gene → mRNA → exon and CDS rows (one per part).
+
+    Args:
+        path: output file (written atomically).
+        genes: :class:`genoctx.heads.spliced_decoder.SplicedGene` list (``cds`` parts ascending,
+            0-based half-open, start through stop codon). Decoded genes carry no UTRs, so each
+            exon is its CDS part; the CDS phase column is counted along the transcript.
+        lengths: every contig's length, in the order contigs should appear.
+        source: column 2.
+        attrs: extra attributes added to every gene line.
+    """
+    order = _contig_order(lengths, list(genes))
+    extra = sorted((attrs or {}).items())
+    lines = ["##gff-version 3"]
+    lines += [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items()]
+    for gid, g in _numbered(list(genes), order, lambda g: ""):
+        _check_spliced(gid, g, lengths)
+        lo, hi = _gff_interval(g.start, g.end)
+        col = [_esc_seqid(g.contig), source]
+        tail = [str(lo), str(hi), _fmt_score(g.score), _STRAND[g.strand], "."]
+        lines.append("\t".join(col + ["gene"] + tail + [_attrs([("ID", gid)] + extra)]))
+        mrna = f"mrna_{gid}"
+        lines.append("\t".join(col + ["mRNA"] + tail + [_attrs([("ID", mrna), ("Parent", gid)])]))
+        rows = []
+        for n, ((s, e), phase) in enumerate(zip(g.cds, _cds_phases(g)), 1):
+            a, b = _gff_interval(s, e)
+            rows.append((a, 0, "\t".join(col + ["exon", str(a), str(b), ".", _STRAND[g.strand], ".",
+                                                  _attrs([("ID", f"exon_{gid}.{n}"),
+                                                          ("Parent", mrna)])])))
+            rows.append((a, 1, "\t".join(col + ["CDS", str(a), str(b), ".", _STRAND[g.strand], phase,
+                                                  _attrs([("ID", f"cds_{gid}"),
+                                                          ("Parent", mrna)])])))
+        lines += [r for _, _, r in sorted(rows)]
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def write_spliced_bed(path: str | Path, genes: list) -> None:
+    """BED12 of spliced genes (one block per CDS part; thickStart/End = the CDS), sorted by
+    contig name then start; names are the GFF3 gene IDs of :func:`write_spliced_gff3`."""
+    order = {c: i for i, c in enumerate(sorted({g.contig for g in genes}))}
+    rows = sorted(_numbered(list(genes), order, lambda g: ""),
+                  key=lambda t: (t[1].contig, t[1].start, t[1].end, t[0]))
+    lines = []
+    for gid, g in rows:
+        if any(c in g.contig for c in "\t\n"):
+            raise InputError(f"contig name {g.contig!r} contains a tab or newline; BED cannot hold it")
+        s = 0 if g.score is None or not math.isfinite(g.score) else round(1000 * g.score)
+        sizes = ",".join(str(e - a) for a, e in g.cds) + ","
+        starts = ",".join(str(a - g.start) for a, _ in g.cds) + ","
+        lines.append(f"{g.contig}\t{g.start}\t{g.end}\t{gid}\t{min(max(s, 0), 1000)}\t"
+                     f"{_STRAND[g.strand]}\t{g.start}\t{g.end}\t0\t{len(g.cds)}\t{sizes}\t{starts}")
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("".join(line + "\n" for line in lines))
 

@@ -2,6 +2,7 @@
 
 import gzip
 import shutil
+from itertools import pairwise
 
 import pysam
 import pytest
@@ -95,3 +96,108 @@ def test_gzipped_input(example_fasta, tmp_path, cli):
     code, _, _ = cli(["annotate", gz, "--out", tmp_path / "g", "--quiet", "--formats", "gff3",
                       "--model", "none"])
     assert code == 0 and "\tCDS\t" in (tmp_path / "g.gff3").read_text()
+
+
+# ------------------------------------------------------------------ eukaryote mode (spliced genes)
+
+STOPS = {"TAA", "TAG", "TGA"}
+
+
+def _revcomp(s: str) -> str:
+    return s[::-1].translate(str.maketrans("ACGTN", "TGCAN"))
+
+
+def _gff_genes(path):
+    """{gene ID: (strand, [(start0, end) CDS parts], [(start0, end) exons], [phases])} from an
+    independent reading of the GFF3 rows (gene → mRNA → exon/CDS)."""
+    rows = [line.split("\t") for line in path.read_text().splitlines() if not line.startswith("#")]
+    attrs = [dict(kv.split("=", 1) for kv in r[8].split(";")) for r in rows]
+    mrna_of = {a["ID"]: a["Parent"] for r, a in zip(rows, attrs) if r[2] == "mRNA"}
+    genes = {a["ID"]: (r[6], [], [], []) for r, a in zip(rows, attrs) if r[2] == "gene"}
+    for r, a in zip(rows, attrs):
+        if r[2] in ("CDS", "exon"):
+            g = genes[mrna_of[a["Parent"]]]
+            assert r[6] == g[0]
+            part = (int(r[3]) - 1, int(r[4]))
+            if r[2] == "CDS":
+                g[1].append(part)
+                g[3].append(int(r[7]))
+            else:
+                g[2].append(part)
+    return genes
+
+
+@pytest.fixture(scope="module")
+def worm(data_root, tmp_path_factory):
+    """The first 30 kb of the C. elegans chunk (validation role: scored here, never trained on)."""
+    from genoctx.io.fasta import iter_records
+
+    name, seq = next(iter_records(data_root / "genomes/eukaryote_chunks/C.elegans.fa.gz"))
+    d = tmp_path_factory.mktemp("worm")
+    fa = d / "worm.fa"
+    fa.write_text(f">{name}\n{seq[:30_000].decode()}\n")
+    return fa, name, seq[:30_000].decode().upper()
+
+
+def test_eukaryote_mode_writes_valid_spliced_genes(worm, tmp_path, cli):
+    fa, name, seq = worm
+    code, _, _ = cli(["annotate", fa, "--mode", "eukaryote", "--out", tmp_path / "w", "--quiet"])
+    assert code == 0
+    genes = _gff_genes(tmp_path / "w.gff3")
+    assert genes, "no gene decoded on 30 kb of C. elegans"
+    spliced = 0
+    for strand, cds, exons, phases in genes.values():
+        assert cds == exons  # no UTRs are decoded: each exon is its CDS part
+        assert all(a < b for a, b in cds) and all(x[1] < y[0] for x, y in pairwise(cds))
+        mrna = "".join(seq[a:b] for a, b in cds)
+        introns = [seq[x[1]:y[0]] for x, y in pairwise(cds)]
+        if strand == "-":
+            mrna, introns = _revcomp(mrna), [_revcomp(i) for i in introns]
+        assert len(mrna) % 3 == 0 and mrna[:3] == "ATG" and mrna[-3:] in STOPS
+        assert not STOPS & {mrna[i:i + 3] for i in range(0, len(mrna) - 3, 3)}
+        assert all(i[:2] == "GT" and i[-2:] == "AG" for i in introns)
+        spliced += len(introns) > 0
+        # GFF3 phase: bases to skip at each part's 5' end, counted along the transcript
+        order = list(range(len(cds))) if strand == "+" else list(range(len(cds)))[::-1]
+        done = 0
+        for i in order:
+            assert phases[i] == (3 - done % 3) % 3
+            done += cds[i][1] - cds[i][0]
+    assert spliced > 0
+    # BED12 holds the same genes: blocks = CDS parts; tabix can index it
+    bed = tmp_path / "w.bed"
+    got = []
+    for line in bed.read_text().splitlines():
+        c, s, e, _gid, score, st, ts, te, _rgb, n, sizes, starts = line.split("\t")
+        assert c == name and (ts, te) == (s, e) and 0 <= int(score) <= 1000
+        sz = [int(x) for x in sizes.rstrip(",").split(",")]
+        of = [int(x) for x in starts.rstrip(",").split(",")]
+        assert len(sz) == int(n) and of[0] == 0 and int(s) + of[-1] + sz[-1] == int(e)
+        got.append((st, [(int(s) + o, int(s) + o + z) for o, z in zip(of, sz)]))
+    assert sorted(got) == sorted((g[0], g[1]) for g in genes.values())
+    pysam.tabix_index(str(bed), preset="bed", force=True)
+    assert (tmp_path / "w.intron.bedgraph").read_text().startswith("track type=bedGraph")
+
+
+def test_eukaryote_region_is_placed_on_the_contig(worm, tmp_path, cli):
+    fa, name, seq = worm
+    sub = tmp_path / "sub.fa"
+    sub.write_text(f">{name}\n{seq[10_000:20_000]}\n")
+    assert cli(["annotate", fa, "--mode", "eukaryote", "--region", f"{name}:10,001-20,000",
+                "--out", tmp_path / "r", "--quiet", "--formats", "gff3"])[0] == 0
+    assert cli(["annotate", sub, "--mode", "eukaryote", "--out", tmp_path / "s", "--quiet",
+                "--formats", "gff3"])[0] == 0
+    region = sorted((g[0], g[1]) for g in _gff_genes(tmp_path / "r.gff3").values())
+    alone = sorted((g[0], [(a + 10_000, b + 10_000) for a, b in g[1]])
+                   for g in _gff_genes(tmp_path / "s.gff3").values())
+    assert region == alone and all(10_000 <= p[0][0] and p[-1][1] <= 20_000 for _, p in region)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mode", "eukaryote", "--model", "none"], "needs a model"),
+    (["--mode", "archaea"], "mode must be one of"),
+])
+def test_eukaryote_mode_bad_options(args, message, example_fasta, tmp_path, cli):
+    code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])
+    assert code != 0 and message in err and "Traceback" not in err
+    assert not list(tmp_path.glob("x*"))

@@ -429,7 +429,9 @@ def test_random_sequence_gives_few_genes(ecoli):
     rnd = "".join(rng.choice(list("ACGT"), size=30_000, p=[(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2]))
     calls = call_genes_multi([(cid, seq.encode()), ("rnd", rnd.encode())])
     noise = [g for g in calls if g.contig == "rnd"]
-    assert len(noise) <= 4, noise  # vs ~30 genes in 30 kb of real genome
+    # vs ~30 genes in 30 kb of real genome (4 at gene bias -1.5, 5 at the current 0: the bias
+    # trades a little specificity for sensitivity, chosen on the train genomes' F1)
+    assert len(noise) <= 6, noise
     assert all(g.score < 0.99 for g in noise)
 
 

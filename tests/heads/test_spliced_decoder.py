@@ -11,6 +11,7 @@ from genoctx.errors import InputError
 from genoctx.heads import spliced_decoder as sd
 from genoctx.heads.classes import INDEX, NUM_CLASSES, RC_PERMUTATION
 from genoctx.io.annotation import label_tracks, read_features
+from genoctx.io.writers import write_spliced_gff3
 
 COMP = str.maketrans("ACGT", "TGCA")
 STOPS = {"TAA", "TAG", "TGA"}
@@ -260,10 +261,10 @@ def test_gff3_round_trip(tmp_path):
     L = len(seq)
     genes += [sd.SplicedGene("x", -1, tuple(sorted((L - e, L - s) for s, e in cds)), 0.5)]
     path = tmp_path / "genes.gff3"
-    sd.write_gff3(path, genes, {"x": L})
+    write_spliced_gff3(path, genes, {"x": L})
     text = path.read_text()
     assert text.count("\tgene\t") == 2 and text.count("\tmRNA\t") == 2
-    assert text.count("\tCDS\t") == 4 and "Parent=mrna_x_1" in text
+    assert text.count("\tCDS\t") == 4 and text.count("\texon\t") == 4 and "Parent=mrna_x_1" in text
     feats = read_features(path)["x"]
     got = sorted((f.strand, tuple(sorted(f.parts))) for f in feats if f.kind == "CDS")
     assert got == sorted((g.strand, g.cds) for g in genes)
@@ -274,7 +275,7 @@ def test_gff3_round_trip(tmp_path):
     assert np.array_equal(t.cds_phase_minus[want == 5], np.ones((want == 5).sum()))
     assert not t.ignore.any()
     with pytest.raises(InputError, match="no length"):
-        sd.write_gff3(tmp_path / "bad.gff3", genes, {"y": L})
+        write_spliced_gff3(tmp_path / "bad.gff3", genes, {"y": L})
 
 
 def test_batches_give_the_same_genes_as_single_records():

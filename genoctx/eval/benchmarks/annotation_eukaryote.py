@@ -55,6 +55,7 @@ from genoctx.errors import InputError
 from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
 from genoctx.eval.metrics import binary_scores
 from genoctx.heads import spliced_decoder as sd
+from genoctx.io.writers import write_spliced_gff3
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, IGNORE_INDEX, INDEX
 from genoctx.io.annotation import Feature, label_tracks, read_features
 
@@ -414,7 +415,7 @@ def run(ctx: BenchContext) -> BenchResult:
             genes = sd.decode_many(ds.records, probs, params=params)
             res["wall_s"] = {"probs": round(t1 - t0, 2),
                              "decode": round(time.perf_counter() - t1, 2)}
-            sd.write_gff3(ctx.bench_dir(NAME) / f"decoded_{ds.name}.gff3", genes, ds.lengths)
+            write_spliced_gff3(ctx.bench_dir(NAME) / f"decoded_{ds.name}.gff3", genes, ds.lengths)
             methods["decoder+model"] = genes
             res["methods"]["decoder+model"] = score_structure(genes, ds)
             res["methods"]["argmax"] = score_argmax(probs, ds)

@@ -1,0 +1,131 @@
+"""Decoder ablations on the TRAIN genomes of decoder_dev.py: one variant per run, mean at the end.
+
+Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARIANT is ``base``
+(the shipped decoder) or comma-separated ``key=value`` settings:
+
+* ``gene_bias=X`` — the gene log-odds bias (shipped: 0.0);
+* ``share=X`` — share of the codon-pair score in the coding score (shipped: 0.5);
+* ``table=prodigal`` — use Prodigal's own trained dicodon table (pyrodigal
+  ``TrainingInfo.coding_statistics``) as the codon-pair score: a diagnostic, never shipped;
+* ``dc=exact`` — Prodigal's unsmoothed codon-pair estimate (log p/q, −5 where unseen, clip ±5);
+* ``seedpair=1`` — fit the codon-pair table once, on the GC-frame seed genes;
+* ``rounds=N`` — training rounds after the seed (shipped: 2).
+
+Prints sensitivity, precision, F1 and start agreement per genome (gene level: strand + stop) and
+their mean. Refuses genomes that are not train-role.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# Put this folder last on the path: a sibling script named like a stdlib module (tokenize.py)
+# must not shadow the standard library.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import dataclasses
+import time
+
+import numpy as np
+from decoder_dev import GENOMES
+
+from genoctx.eval.metrics import gene_metrics
+from genoctx.heads import codon_model as cm
+from genoctx.heads import decoder as dec
+from genoctx.io.annotation import read_genes, read_sequences_genbank
+from genoctx.io.dataroot import load_manifest, resolve_data_root
+
+COLS = ("sensitivity", "precision", "f1", "start_agreement")
+
+
+def prodigal_exact(counts_K: np.ndarray, background_K: np.ndarray, clip: float = 5.0) -> np.ndarray:
+    """Prodigal's codon-pair table: log(p / q), −5 where a pair is never seen in genes."""
+    p = counts_K / max(counts_K.sum(), 1)
+    q = background_K / background_K.sum()
+    with np.errstate(divide="ignore"):
+        v = np.where(p > 0, np.log(np.maximum(p, 1e-300) / np.maximum(q, 1e-300)), -5.0)
+    return np.clip(np.where(q > 0, v, 0.0), -clip, clip)
+
+
+def ours_to_prodigal_index() -> np.ndarray:
+    """Prodigal's hexamer index of each genoctx hexamer id (genoctx: A0 C1 G2 T3, first base
+    most significant; Prodigal: A0 G1 C2 T3, first base least significant)."""
+    ii = np.arange(cm.NUM_KMERS)
+    code = np.array([0, 2, 1, 3])
+    return sum(code[(ii // 4 ** (5 - j)) % 4] * 4 ** j for j in range(6))
+
+
+class VariantDecoder(dec.GenomeDecoder):
+    """GenomeDecoder whose codon-pair table can be fixed (Prodigal's) or frozen after the seed."""
+
+    fixed_pairs: np.ndarray | None = None
+    freeze_after_seed = False
+    share = dec.PAIR_SHARE
+
+    def fit_coding(self, chosen):
+        super().fit_coding(chosen)
+        if self.freeze_after_seed:
+            if getattr(self, "_frozen", None) is None:
+                self._frozen = self.pair_llr
+            pairs = self._frozen
+        else:
+            pairs = self.fixed_pairs
+        if pairs is None and self.share == dec.PAIR_SHARE:
+            return
+        pairs = self.pair_llr if pairs is None else pairs
+        for s in self.strands:
+            b_QL = self.coding_model.base_scores(s.kidx, s.valid)
+            s.set_codon_scores([(1 - self.share) * cm.codon_sum(b_QL, f)
+                                + self.share * cm.dicodon_codon_scores(pairs, s.kidx, s.valid, f)
+                                for f in range(3)])
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        sys.exit(__doc__)
+    variant, genomes = argv[0], argv[1:] or list(GENOMES)
+    opts = dict(kv.partition("=")[::2] for kv in variant.split(",")) if variant != "base" else {}
+    params = dec.DecoderParams()
+    if "gene_bias" in opts:
+        gw = list(params.gene_weights)
+        gw[-1] = float(opts["gene_bias"])
+        params = dataclasses.replace(params, gene_weights=tuple(gw))
+    if "rounds" in opts:
+        params = dataclasses.replace(params, train_rounds=int(opts["rounds"]))
+    if "share" in opts:
+        VariantDecoder.share = float(opts["share"])
+    if opts.get("dc") == "exact":
+        dec.fit_dicodon = prodigal_exact  # the name GenomeDecoder.fit_coding calls
+    VariantDecoder.freeze_after_seed = opts.get("seedpair") == "1"
+    root = resolve_data_root(None)
+    manifest = load_manifest(root)
+    sums = np.zeros(len(COLS))
+    for name in genomes:
+        rel = f"genomes/bacteria/{name}.gbff.gz"
+        if manifest[rel].role != "train":
+            sys.exit(f"{name} is not a train genome; ablate on train genomes only")
+        records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
+        truth = read_genes(root / rel)
+        VariantDecoder.fixed_pairs = None
+        if opts.get("table") == "prodigal":
+            import pyrodigal
+
+            info = pyrodigal.GeneFinder(closed=False).train(*[s for _, s in records])
+            VariantDecoder.fixed_pairs = np.asarray(info.coding_statistics)[ours_to_prodigal_index()]
+        t0 = time.process_time()
+        d = VariantDecoder(records, None, params)
+        m = gene_metrics(d.calls(d.train()), truth).as_dict()
+        row = np.array([m[c] for c in COLS])
+        sums += row
+        print(f"{variant}\t{name}\t" + "\t".join(f"{x:.4f}" for x in row)
+              + f"\t{time.process_time() - t0:.1f}s", flush=True)
+    print(f"{variant}\tMEAN\t" + "\t".join(f"{x / len(genomes):.4f}" for x in sums))
+
+
+if __name__ == "__main__":
+    main()
