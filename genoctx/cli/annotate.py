@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-FORMATS = ("gff3", "bed", "bedgraph")
+FORMATS = ("gff3", "bed", "bedgraph", "bigwig")
 
 EPILOG = """Examples:
 
@@ -26,7 +26,7 @@ def annotate(
     out: Path | None = typer.Option(None, "--out", "-o", help="Output prefix (default: the input "
                                     "name without its extension)."),
     formats: str = typer.Option("gff3,bed,bedgraph", "--formats",
-                                help="Comma-separated: gff3, bed, bedgraph."),
+                                help="Comma-separated: gff3, bed, bedgraph, bigwig (per-base tracks as .bw)."),
     model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a checkpoint "
                               "directory, or 'none' (sequence-only decoding)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),

@@ -157,14 +157,16 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
 
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...]) -> list[Path]:
-    """Write ``PREFIX.gff3``, ``PREFIX.bed`` and ``PREFIX.<track>.bedgraph``; returns the paths.
+    """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.<track>.bedgraph`` and/or
+    ``PREFIX.<track>.bw`` (bigWig), as ``formats`` asks; returns the paths.
 
     Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. Each file
     is written to a temporary name and renamed when complete.
     """
     from genoctx.io.writers import (
         write_bed,
-        write_bedgraph,
+        write_bedgraph_many,
+        write_bigwig,
         write_gff3,
         write_spliced_bed,
         write_spliced_gff3,
@@ -190,12 +192,17 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
         else:
             write_bed(path, result.genes, result.rnas)
         written.append(path)
-    if "bedgraph" in formats and result.tracks:
-        for name in EUKARYOTE_TRACKS if spliced else TRACKS:
-            path = prefix.with_name(f"{prefix.name}.{name}.bedgraph")
-            for n, (i, tracks) in enumerate(sorted(result.tracks.items())):
-                t = result.targets[i]
-                write_bedgraph(path, tracks[name], t.contig, start=t.start, name=name,
-                               append=n > 0)
+    names = EUKARYOTE_TRACKS if spliced else TRACKS
+    for fmt, ext in (("bedgraph", "bedgraph"), ("bigwig", "bw")):
+        if fmt not in formats or not result.tracks:
+            continue
+        for name in names:
+            path = prefix.with_name(f"{prefix.name}.{name}.{ext}")
+            per_target = [(result.targets[i].contig, result.targets[i].start, tracks[name])
+                          for i, tracks in sorted(result.tracks.items())]
+            if fmt == "bedgraph":
+                write_bedgraph_many(path, per_target, name=name)
+            else:
+                write_bigwig(path, per_target, result.lengths)
             written.append(path)
     return written

@@ -7,6 +7,7 @@ and :func:`_parse_interval`. BED and bedGraph are 0-based half-open like genoctx
 
 Genes are :class:`genoctx.heads.decoder.GeneCall`; RNA features are any objects with
 ``contig, start, end, strand, kind, score`` (:class:`genoctx.heads.decoder.RNACall`).
+Per-base tracks go to bedGraph (:func:`write_bedgraph_many`) or bigWig (:func:`write_bigwig`).
 Spliced (eukaryotic) genes are :class:`genoctx.heads.spliced_decoder.SplicedGene`, written by
 :func:`write_spliced_gff3` (gene → mRNA → exon + CDS) and :func:`write_spliced_bed` (BED12).
 """
@@ -239,6 +240,28 @@ def _fmt_value(v: float, digits: int) -> str:
     return "0" if s in ("", "-0") else s
 
 
+def _check_track(track) -> np.ndarray:
+    track = np.asarray(track)
+    if track.ndim != 1:
+        raise InputError(f"bedGraph track must be 1-D, got shape {track.shape}")
+    return track
+
+
+def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> str:
+    """bedGraph lines of one contig's track. Values are formatted once per distinct rounded
+    value (a probability track has at most 10**digits + 1), so a megabase takes well under a
+    second even when every base is its own run."""
+    if any(c in contig for c in "\t\n "):
+        raise InputError(f"contig name {contig!r} contains whitespace; bedGraph cannot hold it")
+    s, e, v = _runs(track, digits)
+    if not len(s):
+        return ""
+    uniq, inv = np.unique(v, return_inverse=True)
+    text = [_fmt_value(x, digits) for x in uniq.tolist()]
+    return "".join([f"{contig}\t{a}\t{b}\t{text[i]}\n" for a, b, i in
+                    zip((s + start).tolist(), (e + start).tolist(), inv.tolist())])
+
+
 def write_bedgraph(path: str | Path, track: np.ndarray, contig: str, *, start: int = 0,
                    name: str, append: bool = False, digits: int = 3) -> None:
     """Write a per-base track as bedGraph, merging runs of equal (rounded) values.
@@ -247,23 +270,71 @@ def write_bedgraph(path: str | Path, track: np.ndarray, contig: str, *, start: i
         track: per-base values, shape [L]; NaN bases are left out.
         contig: chromosome name; ``start`` is the 0-based position of ``track[0]``.
         name: track name for the header line.
-        append: add this contig's lines to an existing file (header written only once).
+        append: add this contig's lines to an existing file (header written only once). The
+            file is rewritten each time: for many contigs use :func:`write_bedgraph_many`.
         digits: decimals kept; runs are merged after rounding.
     """
-    track = np.asarray(track)
-    if track.ndim != 1:
-        raise InputError(f"bedGraph track must be 1-D, got shape {track.shape}")
+    track = _check_track(track)
     path = Path(path)
-    head = ""
     if append and path.exists():
         head = path.read_text()
     else:
         head = f'track type=bedGraph name="{name}"\n'
-    s, e, v = _runs(track, digits)
-    body = "".join(f"{contig}\t{a + start}\t{b + start}\t{_fmt_value(x, digits)}\n"
-                   for a, b, x in zip(s.tolist(), e.tolist(), v.tolist()))
+    body = _bedgraph_body(track, contig, start, digits)
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write(head + body)
+
+
+def write_bedgraph_many(path: str | Path, tracks: list[tuple[str, int, np.ndarray]], *,
+                        name: str, digits: int = 3) -> None:
+    """One bedGraph of several contigs' tracks ``[(contig, start, values [L]), ...]`` in the
+    order given, written atomically in one pass (see :func:`write_bedgraph`)."""
+    tracks = [(c, st, _check_track(t)) for c, st, t in tracks]
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write(f'track type=bedGraph name="{name}"\n')
+        for contig, start, track in tracks:
+            fh.write(_bedgraph_body(track, contig, start, digits))
+
+
+def write_bigwig(path: str | Path, tracks: list[tuple[str, int, np.ndarray]],
+                 lengths: dict[str, int], *, digits: int = 3) -> None:
+    """Per-base tracks ``[(contig, start, values [L]), ...]`` as one bigWig (pyBigWig), runs of
+    equal rounded values merged as in bedGraph. ``lengths`` gives every contig's length (the
+    bigWig header), in file order. Written to a temporary name and renamed when complete."""
+    import os
+
+    import pyBigWig
+
+    path = Path(path)
+    missing = sorted({c for c, _, _ in tracks} - set(lengths))
+    if missing:
+        raise InputError(f"no length given for contig(s) {', '.join(missing[:5])}")
+    order = {c: i for i, c in enumerate(lengths)}
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    bw = pyBigWig.open(str(tmp), "w")
+    try:
+        bw.addHeader([(c, int(n)) for c, n in lengths.items()])
+        last = (None, 0)
+        for contig, start, track in sorted(tracks, key=lambda t: (order[t[0]], t[1])):
+            s, e, v = _runs(_check_track(track), digits)
+            if start < 0 or start + len(track) > lengths[contig]:
+                raise InputError(f"track {contig}:{start}+{len(track)} runs past the contig's "
+                                 f"length {lengths[contig]}")
+            if last[0] == contig and start < last[1]:
+                raise InputError(f"tracks overlap on {contig} near {start}: a bigWig holds one "
+                                 "value per base (annotate non-overlapping regions)")
+            last = (contig, start + len(track))
+            if len(s):
+                bw.addEntries([contig] * len(s), (s + start).tolist(), ends=(e + start).tolist(),
+                              values=v.tolist())
+        bw.close()
+        bw = None
+        os.replace(tmp, path)
+    finally:
+        if bw is not None:
+            bw.close()
+        if tmp.exists():
+            tmp.unlink()
 
 
 # ----------------------------------------------------------------------------- reading GFF3

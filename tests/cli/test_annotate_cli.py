@@ -4,6 +4,7 @@ import gzip
 import shutil
 from itertools import pairwise
 
+import numpy as np
 import pysam
 import pytest
 
@@ -56,6 +57,23 @@ def test_bed_and_bedgraph_are_readable(annotated, tmp_path):
             assert int(s) == prev_end and int(e) > int(s) and 0.0 <= float(v) <= 1.0
             prev_end = int(e)
         assert prev_end == 9609
+
+
+def test_bigwig_tracks_hold_the_bedgraph_values(annotated, example_fasta, tmp_path, cli):
+    pyBigWig = pytest.importorskip("pyBigWig")
+    code, _, _ = cli(["annotate", example_fasta, "--out", tmp_path / "b", "--quiet",
+                      "--formats", "bigwig"])
+    assert code == 0 and not list(tmp_path.glob("b.*.bedgraph"))
+    for name in ("CDS_plus", "CDS_minus", "RNA"):
+        rows = [line.split("\t") for line in
+                (annotated / f"p.{name}.bedgraph").read_text().splitlines()[1:]]
+        bw = pyBigWig.open(str(tmp_path / f"b.{name}.bw"))
+        (contig, length), = bw.chroms().items()
+        assert length == 9609 and contig == rows[0][0]
+        got = bw.intervals(contig)
+        bw.close()
+        assert [(s, e) for s, e, _ in got] == [(int(r[1]), int(r[2])) for r in rows]
+        assert np.allclose([v for _, _, v in got], [float(r[3]) for r in rows], atol=1e-6)
 
 
 def test_same_bytes_on_every_run(annotated, example_fasta, tmp_path, cli):

@@ -8,7 +8,14 @@ import pytest
 
 from genoctx.errors import InputError
 from genoctx.heads.decoder import GeneCall, RNACall
-from genoctx.io.writers import read_gff3_genes, write_bed, write_bedgraph, write_gff3
+from genoctx.io.writers import (
+    read_gff3_genes,
+    write_bed,
+    write_bedgraph,
+    write_bedgraph_many,
+    write_bigwig,
+    write_gff3,
+)
 
 LENGTHS = {"chr one": 5000, "plasmid": 1200}
 
@@ -145,3 +152,49 @@ def test_bedgraph_runs_and_append(tmp_path):
     np.testing.assert_allclose(rebuilt, np.round(track.astype(float), 3), equal_nan=True)
     with pytest.raises(InputError):
         write_bedgraph(tmp_path / "x.bg", np.zeros((2, 2)), "c", name="x")
+    # one pass over many contigs writes the same bytes as appending contig by contig
+    many = tmp_path / "many.bedgraph"
+    write_bedgraph_many(many, [("c1", 100, track), ("c2", 0, np.zeros(3))], name="CDS plus")
+    assert many.read_bytes() == path.read_bytes()
+
+
+def test_bedgraph_of_a_noisy_megabase_track_matches_naive_formatting(tmp_path):
+    rng = np.random.default_rng(0)
+    track = rng.random(20_000).astype(np.float32)
+    track[::7] = np.nan
+    track[100:200] = 0.5
+    path = tmp_path / "t.bedgraph"
+    write_bedgraph_many(path, [("chr", 5, track)], name="t")
+    want, prev = [], None
+    for i, x in enumerate(np.round(track.astype(np.float64), 3)):  # one base at a time
+        if np.isnan(x):
+            prev = None
+            continue
+        if prev is not None and prev[2] == x:
+            prev[1] = i + 6
+            continue
+        prev = [i + 5, i + 6, x]
+        want.append(prev)
+    got = [line.split("\t") for line in path.read_text().splitlines()[1:]]
+    assert [(int(s), int(e), float(v)) for _, s, e, v in got] == [(a, b, float(v)) for a, b, v in want]
+
+
+def test_bigwig_round_trip(tmp_path):
+    pyBigWig = pytest.importorskip("pyBigWig")
+    track = np.array([0.1, 0.1004, 0.2, 0.2, np.nan, 0.2, 1.0, 1.0], dtype=np.float32)
+    path = tmp_path / "cds.bw"
+    write_bigwig(path, [("c2", 0, np.zeros(3)), ("c1", 100, track)], {"c1": 200, "c2": 10})
+    bw = pyBigWig.open(str(path))
+    assert bw.chroms() == {"c1": 200, "c2": 10}
+    assert bw.intervals("c1") == ((100, 102, pytest.approx(0.1)), (102, 104, pytest.approx(0.2)),
+                                  (105, 106, pytest.approx(0.2)), (106, 108, 1.0))
+    assert bw.intervals("c2") == ((0, 3, 0.0),)
+    bw.close()
+    for tracks, lengths, message in [
+        ([("c1", 195, track)], {"c1": 200}, "runs past"),
+        ([("c1", 0, track), ("c1", 4, track)], {"c1": 200}, "overlap"),
+        ([("c3", 0, track)], {"c1": 200}, "no length"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            write_bigwig(tmp_path / "bad.bw", tracks, lengths)
+        assert not list(tmp_path.glob("*bad.bw*"))
