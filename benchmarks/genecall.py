@@ -24,7 +24,7 @@ from _report import machine, md_table, write_section
 
 from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
 from genoctx.eval.metrics import gene_metrics
-from genoctx.heads.decoder import call_genes_multi
+from genoctx.heads.annotate import call_bacterial
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.dataroot import load_manifest, resolve_data_root
 
@@ -37,7 +37,7 @@ GENOMES = (
 
 def run_genoctx(records):
     t0, c0 = time.perf_counter(), time.process_time()
-    calls = call_genes_multi(records, None)
+    calls, _ = call_bacterial(records)  # what genoctx annotate --model none writes
     return calls, time.perf_counter() - t0, time.process_time() - c0
 
 

@@ -35,6 +35,8 @@ def annotate(
     batch_size: int = typer.Option(4, "--batch-size", help="Windows per model call."),
     mode: str = typer.Option("prokaryote", "--mode", help="prokaryote (genes without introns, "
                              "tRNA/rRNA/ncRNA) or eukaryote (spliced genes from the model)."),
+    rna: str = typer.Option("auto", "--rna", help="RNA genes from: auto (ARAGORN + barrnap when "
+                            "genoctx[rna] is installed, else the model), tools, model or none."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
@@ -53,7 +55,8 @@ def annotate(
     prefix = out if out is not None else Path(input.name.split(".")[0])
     result = annotate_fasta(input, targets, model=None if model == "none" else model,
                             device=resolve_device(device), context=context, overlap=overlap,
-                            batch_size=batch_size, quiet=quiet, mode=mode.lower())
+                            batch_size=batch_size, quiet=quiet, mode=mode.lower(),
+                            rna=rna.lower())
     written = write_annotation(prefix, result, chosen)
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "

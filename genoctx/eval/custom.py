@@ -138,8 +138,7 @@ def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1
 
     def run(ctx: BenchContext) -> BenchResult:
         from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
-        from genoctx.heads.annotate import annotate_fasta
-        from genoctx.heads.decoder import call_genes_multi
+        from genoctx.heads.annotate import annotate_fasta, call_bacterial
         from genoctx.io.fasta import FastaFile
 
         truth_path = ctx.user_file(truth)
@@ -151,7 +150,7 @@ def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1
         aliases = contig_aliases(fa.lengths, {g.contig for g in true})
         lengths = {aliases.get(c, c): n for c, n in fa.lengths.items()}
         records = [(aliases.get(c, c), fa.fetch(c, 0, n)) for c, n in fa.lengths.items() if n > 0]
-        callers = {"genoctx (sequence only)": lambda: call_genes_multi(records, None),
+        callers = {"genoctx (sequence only)": lambda: call_bacterial(records)[0],
                    "prodigal": lambda: prodigal_calls(records)}
         result = None
         if ctx.model is not None:

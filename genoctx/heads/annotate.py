@@ -36,6 +36,10 @@ TRACKS: dict[str, tuple[int, ...]] = {
 EUKARYOTE_TRACKS: dict[str, tuple[int, ...]] = {
     **TRACKS, "intron": (classes.INDEX["intron+"], classes.INDEX["intron-"])}
 MODES = ("prokaryote", "eukaryote")
+# Where RNA genes come from (prokaryote mode): "auto" = the sequence finders of
+# heads.rna_genes when installed (genoctx[rna]), else the head; "tools" = the finders (an error
+# when missing); "model" = the head's RNA classes; "none".
+RNA_SOURCES = ("auto", "tools", "model", "none")
 
 
 @dataclass
@@ -90,20 +94,56 @@ def decoder_params(model_dir: Path | None) -> DecoderParams:
     return dataclasses.replace(params, gene_weights=tuple(gw), start_weights=tuple(sw))
 
 
+def _finders_run(rna: str) -> bool:
+    """Whether the RNA-gene finders run for this ``rna`` choice (see :data:`RNA_SOURCES`)."""
+    from genoctx.heads import rna_genes
+
+    if rna not in RNA_SOURCES:
+        raise InputError(f"rna must be one of {', '.join(RNA_SOURCES)}, got {rna!r}")
+    have = all(rna_genes.available().values())
+    if rna == "tools" and not have:
+        raise InputError("--rna tools needs pyaragorn and pybarrnap: pip install 'genoctx[rna]'")
+    return rna == "tools" or (rna == "auto" and have)
+
+
+def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, *,
+                   params: DecoderParams | None = None, rna: str = "auto"):
+    """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
+
+    The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
+    finders run (``rna``, :data:`RNA_SOURCES`) their tRNA/tmRNA/rRNA genes come back as
+    ``rnas`` and CDS calls overlapping them are dropped, else ``rnas`` is None. The evaluation
+    benchmarks call this too, so their numbers are those of the command.
+    """
+    from genoctx.heads import rna_genes
+
+    genes = call_genes_multi(records, probs, params=params)
+    if not _finders_run(rna):
+        return genes, None
+    found = rna_genes.find_rna_genes([(c, s) for c, s in records if len(s)])
+    return rna_genes.drop_cds_in_rna(genes, found), found
+
+
 def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    model: str | Path | None = "embedded", device: str = "cpu",
                    context: int = 8192, overlap: int = 1024, batch_size: int = 4,
-                   quiet: bool = False, mode: str = "prokaryote") -> Annotation:
+                   quiet: bool = False, mode: str = "prokaryote",
+                   rna: str = "auto") -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
-    only). ``mode="eukaryote"`` decodes spliced genes from the head's probabilities.
+    only). ``mode="eukaryote"`` decodes spliced genes from the head's probabilities. ``rna``
+    chooses where RNA genes come from (:data:`RNA_SOURCES`); CDS calls overlapping an RNA gene
+    from the sequence finders are dropped.
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
 
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if rna == "model" and model is None:
+        raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
+    use_tools = _finders_run(rna) and mode == "prokaryote"
     if mode == "eukaryote" and model is None:
         raise InputError("eukaryote mode decodes the annotation head's probabilities: it needs a "
                          "model (--model embedded or a checkpoint), not 'none'")
@@ -145,14 +185,19 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         for name, t in zip(names, targets):
             out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode)
-    genes = call_genes_multi(records, probs or None, params=decoder_params(model_dir))
+    genes, found = call_bacterial(records, probs or None, params=decoder_params(model_dir),
+                                  rna=rna if use_tools else "none")
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
         mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]
         out_genes += _shift(mine, t)
-        if name in probs:
-            out_rnas += _shift([dataclasses.replace(r, contig=t.contig)
-                                for r in call_rnas(probs[name], contig=name)], t)
+        if use_tools:
+            rn = [r for r in found if r.contig == name]
+        elif rna == "model" or (rna == "auto" and name in probs):
+            rn = call_rnas(probs[name], contig=name) if name in probs else []
+        else:
+            rn = []
+        out_rnas += _shift([dataclasses.replace(r, contig=t.contig) for r in rn], t)
     return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha)
 
 

@@ -88,7 +88,8 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
     Args:
         path: output file (written atomically).
         genes: GeneCall list; ``score`` (a probability) goes in column 6, CDS phase is 0.
-        rna: RNACall list (``kind`` is the feature type).
+        rna: RNACall list (``kind`` is the feature type; ``attrs`` ``product``, ``inference``
+            and ``partial`` are written on the RNA row when present).
         lengths: every contig's length, in the order contigs should appear
             (``##sequence-region`` lines).
         source: column 2.
@@ -116,6 +117,9 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
         sub = [("ID", f"{kind.lower()}_{gid}"), ("Parent", gid)]
         if kind == "CDS":
             sub += [("start_codon", g.start_codon or None)] + part
+        else:  # RNA genes from a sequence finder say what they are and which tool found them
+            info = getattr(g, "attrs", None) or {}
+            sub += [(k, info.get(k)) for k in ("product", "inference", "partial")]
         phase = "0" if kind == "CDS" else "."
         lines.append("\t".join(col[:2] + [kind] + col[3:] + [phase, _attrs(sub)]))
     with atomic_open(path, "w", newline="\n") as fh:

@@ -214,8 +214,52 @@ def test_eukaryote_region_is_placed_on_the_contig(worm, tmp_path, cli):
 @pytest.mark.parametrize("args, message", [
     (["--mode", "eukaryote", "--model", "none"], "needs a model"),
     (["--mode", "archaea"], "mode must be one of"),
+    (["--rna", "model", "--model", "none"], "needs a model"),
+    (["--rna", "infernal"], "rna must be one of"),
 ])
-def test_eukaryote_mode_bad_options(args, message, example_fasta, tmp_path, cli):
+def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):
     code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])
     assert code != 0 and message in err and "Traceback" not in err
     assert not list(tmp_path.glob("x*"))
+
+
+# ------------------------------------------------------------------ RNA genes (--rna)
+
+@pytest.fixture(scope="module")
+def ecoli_rrnh(data_root, tmp_path_factory):
+    """E. coli K-12 220-240 kb (train genome): the rrnH operon and four tRNAs."""
+    from genoctx.io.annotation import read_sequences_genbank
+
+    (contig, seq), = list(read_sequences_genbank(
+        data_root / "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz"))
+    fa = tmp_path_factory.mktemp("rrnh") / "rrnh.fa"
+    fa.write_text(f">{contig}\n{seq[220_000:240_000].decode()}\n")
+    return fa
+
+
+def test_rna_genes_from_the_sequence_finders(ecoli_rrnh, tmp_path, cli):
+    pytest.importorskip("pyaragorn")
+    pytest.importorskip("pybarrnap")
+    code, _, _ = cli(["annotate", ecoli_rrnh, "--model", "none", "--rna", "tools",
+                      "--out", tmp_path / "t", "--quiet", "--formats", "gff3,bed"])
+    assert code == 0
+    rows = [line.split("\t") for line in (tmp_path / "t.gff3").read_text().splitlines()
+            if not line.startswith("#")]
+    rna = [r for r in rows if r[2] in ("tRNA", "rRNA", "tmRNA")]
+    assert sorted(r[2] for r in rna) == ["rRNA"] * 3 + ["tRNA"] * 4
+    assert all("product=" in r[8] and "inference=" in r[8] for r in rna)
+    assert any("product=16S%20ribosomal%20RNA" in r[8] or "product=16S ribosomal RNA" in r[8]
+               for r in rna)
+    spans = [(int(r[3]) - 1, int(r[4])) for r in rna]
+    for r in rows:
+        if r[2] == "CDS":
+            lo, hi = int(r[3]) - 1, int(r[4])
+            assert all(min(hi, e) - max(lo, s) < 30 for s, e in spans), r
+    assert len((tmp_path / "t.bed").read_text().splitlines()) == len(rna) + sum(
+        r[2] == "CDS" for r in rows)
+    # none: no RNA rows, and the CDS calls the finders removed are back
+    assert cli(["annotate", ecoli_rrnh, "--model", "none", "--rna", "none", "--out",
+                tmp_path / "n", "--quiet", "--formats", "gff3"])[0] == 0
+    text = (tmp_path / "n.gff3").read_text()
+    assert "\ttRNA\t" not in text and "\trRNA\t" not in text
+    assert text.count("\tCDS\t") >= sum(r[2] == "CDS" for r in rows)

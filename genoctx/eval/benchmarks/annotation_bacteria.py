@@ -24,8 +24,9 @@ import numpy as np
 
 from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
 from genoctx.eval.metrics import binary_scores, confusion_matrix, gene_metrics, per_class_f1
+from genoctx.heads.annotate import call_bacterial
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, CLASSES, NUM_CLASSES
-from genoctx.heads.decoder import GeneCall, call_genes_multi
+from genoctx.heads.decoder import GeneCall
 from genoctx.io.annotation import label_tracks, read_features, read_genes, read_sequences_genbank
 from genoctx.tokenize import nucleotide as nt
 
@@ -120,6 +121,12 @@ def _complete(calls: list[GeneCall], records) -> list[GeneCall]:
     return [g for g in calls if g.end < ends[g.contig] - 3 or not any(g.partial)]
 
 
+def _genoctx_calls(records, probs, params=None) -> list[GeneCall]:
+    """The CDS calls ``genoctx annotate`` writes (decoder, minus CDS inside RNA genes when the
+    RNA finders are installed)."""
+    return call_bacterial(records, probs, params=params)[0]
+
+
 def run(ctx: BenchContext) -> BenchResult:
     from genoctx.heads.annotate import decoder_params
     from genoctx.model import checkpoint
@@ -137,7 +144,7 @@ def run(ctx: BenchContext) -> BenchResult:
         records, truth, tracks = _load(ctx, rel)
         name = Path(rel).name.split(".gbff")[0]
         row: dict = {"n_bases": sum(len(s) for _, s in records), "n_true_genes": len(truth)}
-        callers = {"genoctx (sequence only)": partial(call_genes_multi, records, None),
+        callers = {"genoctx (sequence only)": partial(_genoctx_calls, records, None),
                    "prodigal": partial(prodigal_calls, records)}
         f32 = None
         if ctx.model is not None:
@@ -147,7 +154,7 @@ def run(ctx: BenchContext) -> BenchResult:
             probs = model_probs(ctx, records, out_dir / f"{name}.{digest}.{tag}.probs.npz")
             f32 = {c: p.astype(np.float32) for c, p in probs.items()}
             params = decoder_params(directory)
-            model_call = partial(call_genes_multi, records, f32, params=params)
+            model_call = partial(_genoctx_calls, records, f32, params=params)
             callers = {"genoctx (model)": model_call} | callers
             row["per_base"] = base_scores(records, f32, tracks)
         calls_by = {}

@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from urllib.parse import unquote
 
-RNA_TYPES = ("tRNA", "rRNA", "ncRNA")
+RNA_TYPES = ("tRNA", "tmRNA", "rRNA", "ncRNA")
 Cores = dict[str, list[tuple[int, int]]]  # contig -> core intervals (0-based half-open)
 
 
@@ -53,7 +53,8 @@ def read_header(gff3: str | Path) -> tuple[dict[str, int], str | None]:
 
 
 def read_rnas(gff3: str | Path) -> list:
-    """The RNA features (tRNA/rRNA/ncRNA lines) of a genoctx GFF3 as RNACalls."""
+    """The RNA features (tRNA/tmRNA/rRNA/ncRNA lines) of a genoctx GFF3 as RNACalls (with their
+    product, inference and partial attributes)."""
     from genoctx.heads.decoder import RNACall
 
     rnas = []
@@ -64,8 +65,11 @@ def read_rnas(gff3: str | Path) -> list:
                 continue
             strand = {"+": 1, "-": -1}.get(col[6], 0)
             score = float("nan") if col[5] == "." else float(col[5])
+            attrs = {k: unquote(v) for k, v in (kv.split("=", 1) for kv in col[8].split(";")
+                                                 if "=" in kv)
+                     if k in ("product", "inference", "partial")}
             rnas.append(RNACall(unquote(col[0]), int(col[3]) - 1, int(col[4]), strand, col[2],
-                                score))
+                                score, attrs))
     return rnas
 
 

@@ -1,0 +1,88 @@
+"""RNA genes from the sequence (ARAGORN tRNA/tmRNA, barrnap rRNA) against the GenBank annotation."""
+
+import pytest
+
+from genoctx.errors import InputError
+from genoctx.heads import rna_genes
+from genoctx.heads.decoder import GeneCall, RNACall
+
+pytest.importorskip("pyaragorn")
+pytest.importorskip("pybarrnap")
+
+ECOLI = "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz"
+SLICE = 300_000  # holds the rrnH operon (16S, tRNA-Ile, tRNA-Ala, 23S, 5S) and three more tRNAs
+
+
+def _revcomp(s: bytes) -> bytes:
+    return s[::-1].translate(bytes.maketrans(b"ACGTN", b"TGCAN"))
+
+
+@pytest.fixture(scope="module")
+def ecoli_slice(data_root):
+    from genoctx.io.annotation import read_features, read_sequences_genbank
+
+    (contig, seq), = list(read_sequences_genbank(data_root / ECOLI))
+    truth = sorted((f.kind, f.start, f.end, f.strand) for f in read_features(data_root / ECOLI)[contig]
+                   if f.kind in ("tRNA", "rRNA", "tmRNA") and f.end <= SLICE)
+    return contig, seq[:SLICE], truth
+
+
+def test_trna_and_rrna_match_the_genbank_annotation(ecoli_slice):
+    contig, seq, truth = ecoli_slice
+    found = rna_genes.find_rna_genes([(contig, seq)])
+    assert [t[0] for t in truth].count("tRNA") == 5 and [t[0] for t in truth].count("rRNA") == 3
+    assert len(found) == len(truth)
+    for (kind, lo, hi, strand), r in zip(truth, sorted(found, key=lambda r: (r.kind, r.start))):
+        assert (r.kind, r.strand, r.contig) == (kind, strand, contig)
+        slack = 0 if kind == "tRNA" else 10  # profile ends of rRNA differ by a few bases
+        assert abs(r.start - lo) <= slack and abs(r.end - hi) <= slack, (r, lo, hi)
+        assert r.attrs["inference"].startswith("ARAGORN" if kind == "tRNA" else "barrnap")
+    products = {r.attrs["product"] for r in found}
+    assert {"16S ribosomal RNA", "23S ribosomal RNA", "5S ribosomal RNA",
+            "tRNA-Ile(gat)", "tRNA-Ala(tgc)"} <= products
+
+
+def test_reverse_complement_gives_the_mirrored_genes(ecoli_slice):
+    _, seq, _ = ecoli_slice
+    part = seq[220_000:240_000]
+    fwd = rna_genes.find_rna_genes([("x", part)])
+    rev = rna_genes.find_rna_genes([("x", _revcomp(part))])
+    n = len(part)
+    mirrored = sorted((r.kind, n - r.end, n - r.start, -r.strand) for r in rev)
+    got = sorted((r.kind, r.start, r.end, r.strand) for r in fwd)
+    assert len(got) == len(mirrored) == 7  # 3 rRNAs, 4 tRNAs
+    for a, b in zip(got, mirrored):
+        assert a[0] == b[0] and a[3] == b[3] and abs(a[1] - b[1]) <= 3 and abs(a[2] - b[2]) <= 3
+
+
+def test_several_records_with_any_names_and_empty_ones(ecoli_slice):
+    _, seq, _ = ecoli_slice
+    recs = [("a b|c", seq[223_000:230_000]), ("empty", b""), ("a b|c2", seq[236_000:238_000])]
+    found = rna_genes.find_rna_genes(recs)
+    assert {r.contig for r in found} == {"a b|c", "a b|c2"}
+    assert sum(r.contig == "a b|c2" for r in found) == 1
+
+
+def test_cds_calls_inside_rna_genes_are_dropped():
+    rnas = [RNACall("c", 1000, 2500, 1, "rRNA", float("nan"))]
+    genes = [GeneCall("c", 900, 1029, -1, 0.5, "ATG"),     # 29 bp overlap: kept
+             GeneCall("c", 900, 1030, 1, 0.5, "ATG"),      # 30 bp: dropped
+             GeneCall("c", 1500, 1800, -1, 0.5, "ATG"),    # inside: dropped
+             GeneCall("d", 1500, 1800, 1, 0.5, "ATG")]     # other contig: kept
+    kept = rna_genes.drop_cds_in_rna(genes, rnas)
+    assert kept == [genes[0], genes[3]]
+
+
+def test_missing_package_is_a_clear_error(monkeypatch):
+    import importlib
+
+    real = importlib.import_module
+
+    def fake(name, *a, **k):
+        if name == "pyaragorn":
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    with pytest.raises(InputError, match=r"genoctx\[rna\]"):
+        rna_genes.find_trna([("x", b"ACGT" * 100)])
