@@ -36,7 +36,7 @@ def annotate(
     mode: str = typer.Option("prokaryote", "--mode", help="prokaryote (genes without introns, "
                              "tRNA/rRNA/ncRNA) or eukaryote (spliced genes from the model)."),
     rna: str = typer.Option("auto", "--rna", help="RNA genes from: auto (ARAGORN + barrnap when "
-                            "genoctx[rna] is installed, else the model), tools, model or none."),
+                            "installed, else the model), tools, model or none."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""

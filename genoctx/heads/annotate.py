@@ -37,7 +37,7 @@ EUKARYOTE_TRACKS: dict[str, tuple[int, ...]] = {
     **TRACKS, "intron": (classes.INDEX["intron+"], classes.INDEX["intron-"])}
 MODES = ("prokaryote", "eukaryote")
 # Where RNA genes come from (prokaryote mode): "auto" = the sequence finders of
-# heads.rna_genes when installed (genoctx[rna]), else the head; "tools" = the finders (an error
+# heads.rna_genes when installed (pyaragorn, pybarrnap), else the head; "tools" = the finders (an error
 # when missing); "model" = the head's RNA classes; "none".
 RNA_SOURCES = ("auto", "tools", "model", "none")
 
@@ -102,7 +102,7 @@ def _finders_run(rna: str) -> bool:
         raise InputError(f"rna must be one of {', '.join(RNA_SOURCES)}, got {rna!r}")
     have = all(rna_genes.available().values())
     if rna == "tools" and not have:
-        raise InputError("--rna tools needs pyaragorn and pybarrnap: pip install 'genoctx[rna]'")
+        raise InputError("--rna tools needs pyaragorn and pybarrnap: pip install pyaragorn pybarrnap")
     return rna == "tools" or (rna == "auto" and have)
 
 

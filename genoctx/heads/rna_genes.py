@@ -3,13 +3,13 @@
 The annotation head has tRNA/rRNA/ncRNA classes, but the shipped checkpoint does not learn them
 (it calls no RNA on E. coli, which has 86 tRNAs and 22 rRNAs; docs/results.md). Until a trained
 head does, ``genoctx annotate`` takes RNA genes from the two tools bacterial annotation pipelines
-(Prokka, Bakta) use, through their Python bindings — the optional extra ``genoctx[rna]``:
+(Prokka, Bakta) use, through their Python bindings (dependencies of genoctx):
 
 * tRNA and tmRNA: ARAGORN (Laslett & Canback 2004) via ``pyaragorn``, translation table 11;
 * 5S, 16S and 23S rRNA: barrnap's nhmmer profiles via ``pybarrnap`` (kingdom ``bac``).
 
-Both are GPL-3.0 (as is ``pyrodigal``, which genoctx eval already uses); genoctx itself stays MIT
-and imports them only when present. Each call carries ``attrs`` ``product`` and ``inference`` (the
+Both are GPL-3.0 (as is ``pyrodigal``); genoctx itself stays MIT and imports them only when
+they are used, and ``--rna auto`` falls back to the head's RNA classes where they are missing. Each call carries ``attrs`` ``product`` and ``inference`` (the
 tool), which the GFF3 writer keeps.
 
 ```python
@@ -45,8 +45,8 @@ def _require(module: str, what: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise InputError(f"{what} needs the optional package {module}: pip install "
-                         f"'genoctx[rna]'") from None
+        raise InputError(f"{what} needs the package {module}, which is missing: "
+                         f"pip install {module}") from None
 
 
 
