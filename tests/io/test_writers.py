@@ -198,3 +198,40 @@ def test_bigwig_round_trip(tmp_path):
         with pytest.raises(InputError, match=message):
             write_bigwig(tmp_path / "bad.bw", tracks, lengths)
         assert not list(tmp_path.glob("*bad.bw*"))
+
+
+def test_gff3_loads_in_gffutils_with_the_right_hierarchy(tmp_path):
+    """Both GFF3 writers' output, read by gffutils (what genome-analysis scripts use)."""
+    gffutils = pytest.importorskip("gffutils")
+    from genoctx.heads.spliced_decoder import SplicedGene
+    from genoctx.io.writers import write_spliced_gff3
+
+    path = tmp_path / "genes.gff3"
+    rnas = [RNACall("chr one", 2000, 2076, 1, "tRNA", float("nan"),
+                    {"product": "tRNA-Ile(gat)", "inference": "ARAGORN:1.2.41"})]
+    write_gff3(path, _genes(), rnas, LENGTHS)
+    db = gffutils.create_db(str(path), ":memory:", merge_strategy="create_unique")
+    assert db.count_features_of_type("gene") == len(_genes()) + 1
+    for g in _genes():
+        (cds,) = [f for f in db.features_of_type("CDS") if (f.start - 1, f.end) == (g.start, g.end)]
+        (parent,) = db.parents(cds)
+        assert parent.featuretype == "gene" and (parent.start, parent.end) == (cds.start, cds.end)
+        assert cds.strand == "+-"[g.strand < 0] and cds.seqid == g.contig.replace(" ", "%20")
+    (trna,) = db.features_of_type("tRNA")
+    assert trna.attributes["product"] == ["tRNA-Ile(gat)"] and trna.start == 2001
+
+    spliced = [SplicedGene("chr one", 1, ((100, 160), (250, 400)), 0.7),
+               SplicedGene("chr one", -1, ((1000, 1101), (1200, 1280), (1400, 1430)), 0.4)]
+    path = tmp_path / "spliced.gff3"
+    write_spliced_gff3(path, spliced, LENGTHS)
+    db = gffutils.create_db(str(path), ":memory:", merge_strategy="create_unique")
+    for sg, gene in zip(spliced, db.features_of_type("gene", order_by="start")):
+        (mrna,) = db.children(gene, level=1)
+        kids = list(db.children(mrna, level=1, order_by="start"))
+        assert mrna.featuretype == "mRNA"
+        for kind in ("CDS", "exon"):
+            assert [(f.start - 1, f.end) for f in kids if f.featuretype == kind] == list(sg.cds)
+        # phases along the transcript: first CDS part (5' end) has phase 0
+        cds = [f for f in kids if f.featuretype == "CDS"]
+        first = cds[0] if sg.strand > 0 else cds[-1]
+        assert first.frame == "0"
