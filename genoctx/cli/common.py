@@ -23,7 +23,7 @@ def resolve_device(device: str) -> str:
 
 
 def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | None) -> list[Region]:
-    """Regions from ``--region`` / ``--regions``, or every record of the FASTA."""
+    """Regions from ``--region`` / ``--regions``, or every non-empty record of the FASTA."""
     if region and regions:
         raise InputError("give --region or --regions, not both")
     if regions is not None:
@@ -33,4 +33,4 @@ def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | Non
         return found
     if region:
         return [fa.resolve(text) for text in region]
-    return [Region(name, 0, size) for name, size in fa.lengths.items()]
+    return [Region(name, 0, size) for name, size in fa.lengths.items() if size > 0]

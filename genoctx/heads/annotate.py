@@ -151,7 +151,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
     fa = FastaFile(path)
     lengths = dict(fa.lengths)
-    targets = targets or [Region(c, 0, n) for c, n in lengths.items() if n > 0]
+    targets = [t for t in targets or [Region(c, 0, n) for c, n in lengths.items()] if len(t) > 0]
     if not targets:
         raise InputError(f"{path} holds no sequence to annotate")
     backbone = head = None

@@ -62,6 +62,11 @@ def _partial_attrs(g) -> list[tuple[str, object]]:
             ("end_range", f"{hi},." if right else None)]
 
 
+def _sequence_regions(lengths: dict[str, int]) -> list[str]:
+    """``##sequence-region`` lines; an empty record has no valid range (1..0) and gets none."""
+    return [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items() if n > 0]
+
+
 def _contig_order(lengths: dict[str, int], items: list) -> dict[str, int]:
     missing = sorted({g.contig for g in items} - set(lengths))
     if missing:
@@ -98,7 +103,7 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
     order = _contig_order(lengths, list(genes) + list(rna))
     extra = sorted((attrs or {}).items())
     lines = ["##gff-version 3"]
-    lines += [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items()]
+    lines += _sequence_regions(lengths)
     rows = [(i, g, "CDS") for i, g in _numbered(list(genes), order, lambda g: "")]
     rows += [(i, r, r.kind) for i, r in _numbered(list(rna), order, lambda r: r.kind + "_")]
     rows.sort(key=lambda t: (order[t[1].contig], t[1].start, t[1].end, t[0]))
@@ -185,7 +190,7 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
     order = _contig_order(lengths, list(genes))
     extra = sorted((attrs or {}).items())
     lines = ["##gff-version 3"]
-    lines += [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items()]
+    lines += _sequence_regions(lengths)
     for gid, g in _numbered(list(genes), order, lambda g: ""):
         _check_spliced(gid, g, lengths)
         lo, hi = _gff_interval(g.start, g.end)
@@ -317,7 +322,7 @@ def write_bigwig(path: str | Path, tracks: list[tuple[str, int, np.ndarray]],
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     bw = pyBigWig.open(str(tmp), "w")
     try:
-        bw.addHeader([(c, int(n)) for c, n in lengths.items()])
+        bw.addHeader([(c, int(n)) for c, n in lengths.items() if n > 0])
         last = (None, 0)
         for contig, start, track in sorted(tracks, key=lambda t: (order[t[0]], t[1])):
             s, e, v = _runs(_check_track(track), digits)

@@ -263,3 +263,36 @@ def test_rna_genes_from_the_sequence_finders(ecoli_rrnh, tmp_path, cli):
     text = (tmp_path / "n.gff3").read_text()
     assert "\ttRNA\t" not in text and "\trRNA\t" not in text
     assert text.count("\tCDS\t") >= sum(r[2] == "CDS" for r in rows)
+
+
+def test_messy_fasta_soft_masking_n_runs_iupac_tiny_and_empty_records(example_fasta, tmp_path, cli):
+    """Real sequence (pPCP1) written the way assemblies arrive: CRLF line ends, a soft-masked
+    stretch, N runs, IUPAC codes, a 50-bp contig, an all-N contig and an empty record."""
+    seq = "".join(example_fasta.read_text().splitlines()[1:])
+    messy = seq[:3000].lower() + "N" * 200 + seq[3000:6000] + "RYKMSWBDHV" + seq[6000:]
+    records = [("plasmid soft-masked", messy), ("tiny", seq[:50]), ("empty", ""),
+               ("gap", "N" * 500), ("clean", seq)]
+    fa = tmp_path / "messy.fa"
+    with open(fa, "w", newline="\r\n") as fh:
+        for name, s in records:
+            fh.write(f">{name}\n" + "".join(s[i:i + 70] + "\n" for i in range(0, len(s), 70)))
+    code, _, err = cli(["annotate", fa, "--out", tmp_path / "m", "--quiet",
+                        "--formats", "gff3,bed,bedgraph,bigwig"])
+    assert code == 0, err
+    text = (tmp_path / "m.gff3").read_text()
+    regions = [line.split() for line in text.splitlines() if line.startswith("##sequence-region")]
+    assert [r[1] for r in regions] == ["plasmid", "tiny", "gap", "clean"]  # no 1..0 range
+    assert all(int(r[2]) <= int(r[3]) for r in regions)
+    calls = read_gff3_genes(tmp_path / "m.gff3")
+    by = {c: sorted((g.strand, g.stop) for g in calls if g.contig == c) for c in ("plasmid", "clean")}
+    assert len(by["clean"]) >= 8 and not {g.contig for g in calls} - {"plasmid", "clean"}
+    # genes of the clean copy clear of the edits (soft-masking is not an edit) are on the messy
+    # copy too, 210 bases further on (200 N + 10 IUPAC inserted before them)
+    clear = [g for g in calls if g.contig == "clean" and g.start > 6100]
+    assert clear
+    messy_keys = set(by["plasmid"])
+    assert all((g.strand, g.stop + 210) in messy_keys for g in clear), (clear, messy_keys)
+    early = [g for g in calls if g.contig == "clean" and g.end < 2900]  # inside the lower-case part
+    assert early and all((g.strand, g.stop) in messy_keys for g in early)
+    bg = (tmp_path / "m.CDS_plus.bedgraph").read_text().splitlines()
+    assert {line.split("\t")[0] for line in bg[1:]} == {"plasmid", "tiny", "gap", "clean"}
