@@ -274,8 +274,8 @@ def test_messy_fasta_soft_masking_n_runs_iupac_tiny_and_empty_records(example_fa
                ("gap", "N" * 500), ("clean", seq)]
     fa = tmp_path / "messy.fa"
     with open(fa, "w", newline="\r\n") as fh:
-        for name, s in records:
-            fh.write(f">{name}\n" + "".join(s[i:i + 70] + "\n" for i in range(0, len(s), 70)))
+        fh.writelines(f">{name}\n" + "".join(s[i:i + 70] + "\n" for i in range(0, len(s), 70))
+                      for name, s in records)
     code, _, err = cli(["annotate", fa, "--out", tmp_path / "m", "--quiet",
                         "--formats", "gff3,bed,bedgraph,bigwig"])
     assert code == 0, err
