@@ -9,7 +9,10 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
   ``TrainingInfo.coding_statistics``) as the codon-pair score: a diagnostic, never shipped;
 * ``dc=exact`` — Prodigal's unsmoothed codon-pair estimate (log p/q, −5 where unseen, clip ±5);
 * ``seedpair=1`` — fit the codon-pair table once, on the GC-frame seed genes;
-* ``rounds=N`` — training rounds after the seed (shipped: 2).
+* ``rounds=N`` — training rounds after the seed (shipped: 2);
+* ``upstream=X`` — weight of upstream composition in start choice, as a share of the start
+  weight (shipped: decoder.UPSTREAM_SHARE);
+* ``start_weight=X`` — the start weight (shipped: decoder.START_WEIGHT).
 
 Prints sensitivity, precision, F1 and start agreement per genome (gene level: strand + stop) and
 their mean. Refuses genomes that are not train-role.
@@ -95,6 +98,12 @@ def main(argv=None) -> None:
         gw = list(params.gene_weights)
         gw[-1] = float(opts["gene_bias"])
         params = dataclasses.replace(params, gene_weights=tuple(gw))
+    if "upstream" in opts or "start_weight" in opts:
+        w = float(opts.get("start_weight", dec.START_WEIGHT))
+        up = float(opts.get("upstream", dec.UPSTREAM_SHARE))
+        sw = list(params.start_weights)
+        sw[1:4] = [w, w, up * w]
+        params = dataclasses.replace(params, start_weights=tuple(sw))
     if "rounds" in opts:
         params = dataclasses.replace(params, train_rounds=int(opts["rounds"]))
     if "share" in opts:

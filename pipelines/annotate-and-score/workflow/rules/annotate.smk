@@ -40,6 +40,7 @@ rule annotate_shard:
         context=config["annotate"]["context"],
         window_overlap=config["annotate"]["window_overlap"],
         batch_size=config["annotate"]["batch_size"],
+        rna=config["annotate"]["rna"],
     log:
         "logs/annotate/{sample}/{shard}.log",
     threads: config["annotate"]["threads"]
@@ -53,7 +54,7 @@ rule annotate_shard:
         "OMP_NUM_THREADS={threads} genoctx annotate {input.fasta:q} --regions {input.regions:q}"
         " --out {params.prefix:q} --formats {params.formats} --model {params.model:q}"
         " --device {params.device} --context {params.context}"
-        " --overlap {params.window_overlap} --batch-size {params.batch_size}"
+        " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
         " > {log:q} 2>&1"
 
 
