@@ -6,9 +6,15 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 class _NullTask:
@@ -42,3 +48,14 @@ def progress_bar(description: str, total: float | None, quiet: bool = False) -> 
     with Progress(*columns, console=console, transient=not console.is_terminal,
                   disable=not console.is_terminal) as progress:
         yield _Task(progress, progress.add_task(description, total=total))
+
+
+@contextlib.contextmanager
+def status(message: str, quiet: bool = False) -> Iterator[None]:
+    """A spinner showing ``message`` while a step of unknown length runs (terminal only)."""
+    console = Console(file=sys.stderr)
+    if quiet or not console.is_terminal:
+        yield
+        return
+    with console.status(message):
+        yield

@@ -23,7 +23,7 @@ from genoctx.heads import classes
 from genoctx.heads.decoder import DecoderParams, call_genes_multi
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region
-from genoctx.progress import progress_bar
+from genoctx.progress import progress_bar, status
 from genoctx.tokenize import nucleotide as nt
 
 # Probability tracks written as bedGraph: name -> classes summed.
@@ -180,13 +180,16 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if mode == "eukaryote":
         from genoctx.heads.spliced_decoder import decode_many
 
-        spliced = decode_many(records, probs)
+        with status("decoding spliced genes", quiet):
+            spliced = decode_many(records, probs)
         out = []
         for name, t in zip(names, targets):
             out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode)
-    genes, found = call_bacterial(records, probs or None, params=decoder_params(model_dir),
-                                  rna=rna if use_tools else "none")
+    with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
+        genes, found = call_bacterial(records, probs or None,
+                                      params=decoder_params(model_dir),
+                                      rna=rna if use_tools else "none")
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
         mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]

@@ -149,7 +149,7 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     spans = stitcher.windows
     device = backbone.device
     with torch.inference_mode():
-        i = 0
+        i = done = 0
         while i < len(spans):
             n = spans[i][1] - spans[i][0]
             j = i
@@ -160,7 +160,9 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
             probs = torch.softmax(head(emb).float(), -1).cpu().numpy()
             for k in range(i, j):
                 stitcher.add(k, probs[k - i])
-            if progress:
-                progress(sum(e - s for s, e in spans[i:j]))
+            if progress:  # bases newly covered (windows overlap): the total adds up to L
+                reach = max(e for _, e in spans[:j])
+                progress(reach - done)
+                done = reach
             i = j
     return np.ascontiguousarray(stitcher.result(), dtype=np.float32)

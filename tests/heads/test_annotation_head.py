@@ -71,8 +71,11 @@ def test_stitched_windows_cover_every_base(small_model, example_fasta):
     backbone, head = small_model
     seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])[:3000]
     ids = nt.encode(seq)
-    p = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=2)
+    steps = []
+    p = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=2,
+                      progress=steps.append)
     assert p.shape == (3000, classes.NUM_CLASSES)
+    assert sum(steps) == 3000 and all(n > 0 for n in steps)  # the bar ends at the contig length
     np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-5)
     # a base deep inside a window sees the same context as in a pass over that window alone
     single = predict_probs(backbone, head, ids[:1024], context=1024, overlap=0)
