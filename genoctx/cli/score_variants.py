@@ -221,7 +221,7 @@ def _load_model(model: str, device: str, want_head: bool):
 
 
 def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_size: int,
-               quiet: bool) -> _Annotator:
+               quiet: bool, params=None) -> _Annotator:
     from genoctx.heads.consequence import GeneModel, predict_gene_model
     from genoctx.io.annotation import read_features
     from genoctx.progress import progress_bar
@@ -238,7 +238,8 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
     targets = collector.regions()
     with progress_bar("predicting genes", total=sum(len(t) for t in targets), quiet=quiet) as bar:
         pred = predict_gene_model(fa, targets, backbone=backbone, head=head,
-                                  batch_size=max(1, batch_size // 4), progress=bar.advance)
+                                  batch_size=max(1, batch_size // 4), progress=bar.advance,
+                                  params=params)
     klass_source = "the model's annotation head" if head is not None else "nothing (no annotation)"
     return _Annotator(pred.klass, pred.genes.consequence, klass_source,
                       "genes predicted on the reference by the genoctx decoder")
@@ -272,7 +273,13 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
         backbone, head, sha = _load_model(model, device, want_head=annotation is None)
         collector = TargetCollector(fa.lengths) if annotation is None else None
         total = _survey(vcf, fa, collector)
-        ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet)
+        params = None
+        if annotation is None and head is not None:  # the checkpoint's decoder settings
+            from genoctx.heads.annotate import decoder_params
+            from genoctx.model.checkpoint import resolve_checkpoint
+
+            params = decoder_params(resolve_checkpoint(model))
+        ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet, params)
         provenance = (f"Version={_version()},Model=sha256:{sha[:16]},Context={context},"
                       f"Reference={Path(reference).name}")
         stats, summary = VariantStats(), Summary()

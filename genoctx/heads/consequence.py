@@ -477,8 +477,8 @@ class PredictedAnnotation:
 
 
 def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, context: int = 8192,
-                       overlap: int = 1024, batch_size: int = 4,
-                       progress=None) -> PredictedAnnotation:
+                       overlap: int = 1024, batch_size: int = 4, progress=None,
+                       params=None, rna: str = "auto") -> PredictedAnnotation:
     """Genes the decoder predicts on ``targets`` of the reference (the steps of
     :func:`genoctx.heads.annotate.annotate_fasta`), keeping the head's per-base classes.
 
@@ -489,11 +489,16 @@ def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, contex
         backbone, head: an annotation model (:func:`genoctx.heads.annotation.load_annotation_model`)
             or None to decode from the sequence alone.
         progress: called with the number of bases done.
+        params: decoder settings (:class:`genoctx.heads.decoder.DecoderParams`); pass the
+            checkpoint's (:func:`genoctx.heads.annotate.decoder_params`) to get the genes
+            ``genoctx annotate`` writes.
+        rna: RNA-gene source as in ``genoctx annotate --rna``; CDS calls inside RNA genes found
+            by the sequence finders are dropped, as there.
     """
     import dataclasses
 
+    from genoctx.heads.annotate import call_bacterial
     from genoctx.heads.annotation import predict_probs
-    from genoctx.heads.decoder import call_genes_multi
     from genoctx.tokenize import nucleotide as nt
 
     records, probs, tracks = [], {}, defaultdict(list)
@@ -512,5 +517,6 @@ def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, contex
     calls = [dataclasses.replace(g, contig=by_name[g.contig].contig,
                                  start=g.start + by_name[g.contig].start,
                                  end=g.end + by_name[g.contig].start)
-             for g in call_genes_multi(records, probs or None)] if records else []
+             for g in call_bacterial(records, probs or None, params=params, rna=rna)[0]
+             ] if records else []
     return PredictedAnnotation(GeneModel.from_gene_calls(calls, fasta), calls, dict(tracks))

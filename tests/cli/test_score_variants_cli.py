@@ -221,3 +221,22 @@ def test_bad_inputs_exit_2_with_one_line(cli, tmp_path, human_vcf, human_ref, mo
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and err.startswith("genoctx: error:"), err
     assert not out.exists() and set(tmp_path.iterdir()) == before
+
+
+def test_predicted_gene_model_is_the_one_annotate_writes(example_fasta):
+    """GCX_CONSEQ without --annotation comes from the same genes as `genoctx annotate` (the
+    checkpoint's decoder settings and the RNA-gene filter), not from default settings."""
+    from genoctx.heads.annotate import annotate_fasta, decoder_params
+    from genoctx.heads.annotation import load_annotation_model
+    from genoctx.heads.consequence import predict_gene_model
+    from genoctx.io.regions import Region
+    from genoctx.model.checkpoint import resolve_checkpoint
+
+    with FastaFile(example_fasta) as fa:
+        (contig, n), = fa.lengths.items()
+        backbone, head = load_annotation_model("embedded")
+        pred = predict_gene_model(fa, [Region(contig, 0, n)], backbone=backbone, head=head,
+                                  params=decoder_params(resolve_checkpoint("embedded")))
+    written = annotate_fasta(example_fasta, quiet=True).genes
+    key = lambda genes: sorted((g.contig, g.strand, g.start, g.end) for g in genes)  # noqa: E731
+    assert len(written) >= 8 and key(pred.calls) == key(written)
