@@ -56,7 +56,8 @@ def annotate(
     result = annotate_fasta(input, targets, model=None if model == "none" else model,
                             device=resolve_device(device), context=context, overlap=overlap,
                             batch_size=batch_size, quiet=quiet, mode=mode.lower(),
-                            rna=rna.lower())
+                            rna=rna.lower(),
+                            need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
     written = write_annotation(prefix, result, chosen)
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "

@@ -94,6 +94,14 @@ def decoder_params(model_dir: Path | None) -> DecoderParams:
     return dataclasses.replace(params, gene_weights=tuple(gw), start_weights=tuple(sw))
 
 
+def _uses_head(params: DecoderParams) -> bool:
+    """Whether these decoder settings give the head's probabilities any weight."""
+    from genoctx.heads.decoder import FEATURES, START_PARTS
+
+    return (params.gene_weights[FEATURES.index("neural_per_codon")] != 0
+            or params.start_weights[START_PARTS.index("neural")] != 0)
+
+
 def _finders_run(rna: str) -> bool:
     """Whether the RNA-gene finders run for this ``rna`` choice (see :data:`RNA_SOURCES`)."""
     from genoctx.heads import rna_genes
@@ -128,13 +136,15 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    model: str | Path | None = "embedded", device: str = "cpu",
                    context: int = 8192, overlap: int = 1024, batch_size: int = 4,
                    quiet: bool = False, mode: str = "prokaryote",
-                   rna: str = "auto") -> Annotation:
+                   rna: str = "auto", need_tracks: bool = True) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
     only). ``mode="eukaryote"`` decodes spliced genes from the head's probabilities. ``rna``
     chooses where RNA genes come from (:data:`RNA_SOURCES`); CDS calls overlapping an RNA gene
-    from the sequence finders are dropped.
+    from the sequence finders are dropped. With ``need_tracks=False`` the model runs only when
+    something else uses its probabilities (the checkpoint's decoder weights, RNA genes from the
+    head, eukaryote mode); otherwise genes come out the same without it, much faster.
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
@@ -159,9 +169,12 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if model is not None:
         from genoctx.model import checkpoint
 
-        backbone, head = load_annotation_model(model, device=device)
         model_dir = checkpoint.resolve_checkpoint(model)
         sha = checkpoint.verify_digest(model_dir)
+    params = decoder_params(model_dir)
+    if model is not None and (need_tracks or mode == "eukaryote" or _uses_head(params)
+                              or (not use_tools and rna in ("auto", "model"))):
+        backbone, head = load_annotation_model(model, device=device)
     names = [f"{t.contig}:{t.start}-{t.end}" if (t.start, t.end) != (0, lengths[t.contig])
              else t.contig for t in targets]
     records, probs, tracks = [], {}, {}
@@ -187,8 +200,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode)
     with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
-        genes, found = call_bacterial(records, probs or None,
-                                      params=decoder_params(model_dir),
+        genes, found = call_bacterial(records, probs or None, params=params,
                                       rna=rna if use_tools else "none")
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):

@@ -296,3 +296,25 @@ def test_messy_fasta_soft_masking_n_runs_iupac_tiny_and_empty_records(example_fa
     assert early and all((g.strand, g.stop) in messy_keys for g in early)
     bg = (tmp_path / "m.CDS_plus.bedgraph").read_text().splitlines()
     assert {line.split("\t")[0] for line in bg[1:]} == {"plasmid", "tiny", "gap", "clean"}
+
+
+def test_model_runs_only_when_its_output_is_used(annotated, example_fasta, monkeypatch):
+    """The shipped checkpoint gives the head weight 0 in the decoder and RNA genes come from the
+    sequence finders, so without tracks the model is not run; the genes are the same."""
+    pytest.importorskip("pyaragorn")
+    pytest.importorskip("pybarrnap")
+    import genoctx.heads.annotation as annotation
+    from genoctx.heads.annotate import annotate_fasta, write_annotation
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(annotation, "load_annotation_model", refuse)
+    result = annotate_fasta(example_fasta, quiet=True, need_tracks=False)
+    assert not result.tracks and result.model_sha256
+    (path,) = write_annotation(annotated / "no_model", result, ("gff3",))
+    assert path.read_bytes() == (annotated / "p.gff3").read_bytes()
+    for kwargs in ({"need_tracks": True}, {"need_tracks": False, "rna": "model"},
+                   {"need_tracks": False, "mode": "eukaryote"}):
+        with pytest.raises(AssertionError, match="model was loaded"):
+            annotate_fasta(example_fasta, quiet=True, **kwargs)
