@@ -12,7 +12,9 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
 * ``rounds=N`` — training rounds after the seed (shipped: 2);
 * ``upstream=X`` — weight of upstream composition in start choice, as a share of the start
   weight (shipped: decoder.UPSTREAM_SHARE);
-* ``start_weight=X`` — the start weight (shipped: decoder.START_WEIGHT).
+* ``start_weight=X`` — the start weight (shipped: decoder.START_WEIGHT);
+* ``rna_overlap=N`` — then drop calls overlapping an RNA gene (ARAGORN, barrnap) by ≥ N bases,
+  as ``genoctx annotate`` does with N = heads.rna_genes.CDS_RNA_OVERLAP (``base`` does not).
 
 Prints sensitivity, precision, F1 and start agreement per genome (gene level: strand + stop) and
 their mean. Refuses genomes that are not train-role.
@@ -125,10 +127,16 @@ def main(argv=None) -> None:
             import pyrodigal
 
             info = pyrodigal.GeneFinder(closed=False).train(*[s for _, s in records])
-            VariantDecoder.fixed_pairs = np.asarray(info.coding_statistics)[ours_to_prodigal_index()]
+            table = np.asarray(info.coding_statistics)
+            VariantDecoder.fixed_pairs = table[ours_to_prodigal_index()]
         t0 = time.process_time()
         d = VariantDecoder(records, None, params)
-        m = gene_metrics(d.calls(d.train()), truth).as_dict()
+        calls = d.calls(d.train())
+        if "rna_overlap" in opts:
+            from genoctx.heads.rna_genes import drop_cds_in_rna, find_rna_genes
+
+            calls = drop_cds_in_rna(calls, find_rna_genes(records), int(opts["rna_overlap"]))
+        m = gene_metrics(calls, truth).as_dict()
         row = np.array([m[c] for c in COLS])
         sums += row
         print(f"{variant}\t{name}\t" + "\t".join(f"{x:.4f}" for x in row)

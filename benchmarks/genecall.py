@@ -47,12 +47,17 @@ def run_prodigal(records):
     return calls, time.perf_counter() - t0, time.process_time() - c0
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parser(doc: str) -> argparse.ArgumentParser:
+    """Options shared by the gene-calling benchmarks: data root, genomes, --no-write."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--data-root", default=None)
     ap.add_argument("--genomes", nargs="*", default=list(GENOMES), help="manifest paths")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs alone")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> None:
+    args = parser(__doc__).parse_args(argv)
     root = resolve_data_root(args.data_root)
     manifest = load_manifest(root)
     rows = []

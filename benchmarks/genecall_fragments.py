@@ -17,7 +17,6 @@ Run: ``python benchmarks/genecall_fragments.py [--sizes 10000 50000] [--genomes 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(
 import dataclasses
 
 from _report import machine, md_table, write_section
-from genecall import GENOMES
+from genecall import parser
 
 from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
 from genoctx.eval.metrics import gene_metrics
@@ -59,11 +58,8 @@ def fragment(records: list[tuple[str, bytes]], truth: list, size: int):
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", default=None)
-    ap.add_argument("--genomes", nargs="*", default=list(GENOMES), help="manifest paths")
+    ap = parser(__doc__)
     ap.add_argument("--sizes", nargs="*", type=int, default=[10_000, 50_000])
-    ap.add_argument("--no-write", action="store_true", help="print only; leave docs alone")
     args = ap.parse_args(argv)
     root = resolve_data_root(args.data_root)
     manifest = load_manifest(root)

@@ -37,8 +37,8 @@ EUKARYOTE_TRACKS: dict[str, tuple[int, ...]] = {
     **TRACKS, "intron": (classes.INDEX["intron+"], classes.INDEX["intron-"])}
 MODES = ("prokaryote", "eukaryote")
 # Where RNA genes come from (prokaryote mode): "auto" = the sequence finders of
-# heads.rna_genes when installed (pyaragorn, pybarrnap), else the head; "tools" = the finders (an error
-# when missing); "model" = the head's RNA classes; "none".
+# heads.rna_genes when installed (pyaragorn, pybarrnap), else the head; "tools" = the finders
+# (an error when missing); "model" = the head's RNA classes; "none".
 RNA_SOURCES = ("auto", "tools", "model", "none")
 
 
@@ -208,8 +208,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         out_genes += _shift(mine, t)
         if use_tools:
             rn = [r for r in found if r.contig == name]
-        elif rna == "model" or (rna == "auto" and name in probs):
-            rn = call_rnas(probs[name], contig=name) if name in probs else []
+        elif rna != "none" and name in probs:  # auto without the finders, or model
+            rn = call_rnas(probs[name], contig=name)
         else:
             rn = []
         out_rnas += _shift([dataclasses.replace(r, contig=t.contig) for r in rn], t)

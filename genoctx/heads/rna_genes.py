@@ -9,8 +9,8 @@ head does, ``genoctx annotate`` takes RNA genes from the two tools bacterial ann
 * 5S, 16S and 23S rRNA: barrnap's nhmmer profiles via ``pybarrnap`` (kingdom ``bac``).
 
 Both are GPL-3.0 (as is ``pyrodigal``); genoctx itself stays MIT and imports them only when
-they are used, and ``--rna auto`` falls back to the head's RNA classes where they are missing. Each call carries ``attrs`` ``product`` and ``inference`` (the
-tool), which the GFF3 writer keeps.
+they are used, and ``--rna auto`` falls back to the head's RNA classes where they are missing.
+Each call carries ``attrs`` ``product`` and ``inference`` (the tool), which the GFF3 writer keeps.
 
 ```python
 from genoctx.heads.rna_genes import find_rna_genes
@@ -31,7 +31,8 @@ from genoctx.heads.decoder import GeneCall, RNACall
 RRNA_PRODUCTS = {"5S_rRNA": "5S ribosomal RNA", "16S_rRNA": "16S ribosomal RNA",
                  "23S_rRNA": "23S ribosomal RNA"}
 # A CDS call that overlaps an RNA gene by at least this many bases is dropped (Prokka does the
-# same); chosen on the train genomes (docs/decoder.md).
+# same); chosen on the train genomes: `python benchmarks/decoder_variants.py rna_overlap=30`
+# (docs/decoder.md).
 CDS_RNA_OVERLAP = 30
 
 

@@ -142,15 +142,16 @@ def write_bed(path: str | Path, genes: list, rna: list) -> None:
     rows = _numbered(list(genes), order, lambda g: "")
     rows += _numbered(list(rna), order, lambda r: r.kind + "_")
     rows.sort(key=lambda t: (t[1].contig, t[1].start, t[1].end, t[0]))
-    lines = []
-    for gid, g in rows:
-        if any(c in g.contig for c in "\t\n"):
-            raise InputError(f"contig name {g.contig!r} contains a tab or newline; BED cannot hold it")
-        s = 0 if g.score is None or not math.isfinite(g.score) else round(1000 * g.score)
-        lines.append(f"{g.contig}\t{g.start}\t{g.end}\t{gid}\t{min(max(s, 0), 1000)}\t"
-                     f"{_STRAND[g.strand]}")
     with atomic_open(path, "w", newline="\n") as fh:
-        fh.write("".join(line + "\n" for line in lines))
+        fh.write("".join(_bed6(gid, g) + "\n" for gid, g in rows))
+
+
+def _bed6(gid: str, g) -> str:
+    """The first six BED columns of a feature; score = round(1000 · probability)."""
+    if any(c in g.contig for c in "\t\n"):
+        raise InputError(f"contig name {g.contig!r} contains a tab or newline; BED cannot hold it")
+    s = 0 if g.score is None or not math.isfinite(g.score) else round(1000 * g.score)
+    return f"{g.contig}\t{g.start}\t{g.end}\t{gid}\t{min(max(s, 0), 1000)}\t{_STRAND[g.strand]}"
 
 
 def _cds_phases(g) -> list[str]:
@@ -205,9 +206,9 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
             rows.append((a, 0, "\t".join(col + ["exon", str(a), str(b), ".", _STRAND[g.strand], ".",
                                                   _attrs([("ID", f"exon_{gid}.{n}"),
                                                           ("Parent", mrna)])])))
-            rows.append((a, 1, "\t".join(col + ["CDS", str(a), str(b), ".", _STRAND[g.strand], phase,
-                                                  _attrs([("ID", f"cds_{gid}"),
-                                                          ("Parent", mrna)])])))
+            rows.append((a, 1, "\t".join(col + ["CDS", str(a), str(b), ".", _STRAND[g.strand],
+                                                  phase, _attrs([("ID", f"cds_{gid}"),
+                                                                 ("Parent", mrna)])])))
         lines += [r for _, _, r in sorted(rows)]
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -221,13 +222,9 @@ def write_spliced_bed(path: str | Path, genes: list) -> None:
                   key=lambda t: (t[1].contig, t[1].start, t[1].end, t[0]))
     lines = []
     for gid, g in rows:
-        if any(c in g.contig for c in "\t\n"):
-            raise InputError(f"contig name {g.contig!r} contains a tab or newline; BED cannot hold it")
-        s = 0 if g.score is None or not math.isfinite(g.score) else round(1000 * g.score)
         sizes = ",".join(str(e - a) for a, e in g.cds) + ","
         starts = ",".join(str(a - g.start) for a, _ in g.cds) + ","
-        lines.append(f"{g.contig}\t{g.start}\t{g.end}\t{gid}\t{min(max(s, 0), 1000)}\t"
-                     f"{_STRAND[g.strand]}\t{g.start}\t{g.end}\t0\t{len(g.cds)}\t{sizes}\t{starts}")
+        lines.append(f"{_bed6(gid, g)}\t{g.start}\t{g.end}\t0\t{len(g.cds)}\t{sizes}\t{starts}")
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("".join(line + "\n" for line in lines))
 

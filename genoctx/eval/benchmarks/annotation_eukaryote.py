@@ -55,9 +55,9 @@ from genoctx.errors import InputError
 from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
 from genoctx.eval.metrics import binary_scores
 from genoctx.heads import spliced_decoder as sd
-from genoctx.io.writers import write_spliced_gff3
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, IGNORE_INDEX, INDEX
 from genoctx.io.annotation import Feature, label_tracks, read_features
+from genoctx.io.writers import write_spliced_gff3
 
 NAME = "annotation-eukaryote"
 DESCRIPTION = ("C. elegans spliced gene structures (1.1 Mb chunk, 921 small-gene loci): per-base "
