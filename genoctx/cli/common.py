@@ -10,9 +10,14 @@ from genoctx.io.regions import Region, read_bed
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when available, else ``cpu``; a clear error for an unusable choice."""
+    """``auto`` → ``cuda`` when available, else ``cpu``; a clear error for an unusable choice.
+
+    Every command that runs the model calls this first, so it also sets the process up for
+    inference: subnormal floats are flushed to zero (x86 CPUs take a slow path for them).
+    """
     import torch
 
+    torch.set_flush_denormal(True)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):

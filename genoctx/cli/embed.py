@@ -11,18 +11,6 @@ from genoctx.errors import GenoctxError, InputError
 SEGMENT_LEN = 16384
 
 
-def _device(name: str) -> str:
-    import torch
-
-    if name not in ("auto", "cpu", "cuda"):
-        raise GenoctxError(f"--device must be auto, cpu or cuda, got {name!r}")
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise GenoctxError("--device cuda, but no CUDA device is available here; use --device cpu")
-    return name
-
-
 def read_tokens(path: Path, region: str | None):
     """``(token ids uint8 [L], Region)`` of ``region`` (or the only record) of a FASTA file."""
     from genoctx.io.fasta import FastaFile
@@ -73,7 +61,9 @@ def embed(
 
     if pool not in ("none", "mean"):
         raise GenoctxError(f"--pool must be none or mean, got {pool!r}")
-    dev = _device(device)
+    from genoctx.cli.common import resolve_device
+
+    dev = resolve_device(device)
     ids, where = read_tokens(input, region)
     net = GenoCtxModel.from_pretrained(model, device=dev)
     try:

@@ -30,8 +30,15 @@ def train(
     Example: genoctx train --recipe lm --out runs/lm && genoctx train --recipe annotation
     --init runs/lm/export --out runs/annotation
     """
+    import torch
+
     from genoctx.train import recipes
 
+    # Before torch starts its worker threads: they inherit the flush-to-zero mode (see
+    # genoctx.train.loop.train_loop, which sets it again for library callers).
+    torch.set_flush_denormal(True)
+    if threads:
+        torch.set_num_threads(threads)
     r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
                            seed=seed, threads=threads, stop_after=stop_after)
     if r.name == "lm":

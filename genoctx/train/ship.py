@@ -5,7 +5,9 @@ sha256 again, and writes ``README.md`` beside the weights with the exact trainin
 sha256 of every input file, and the validation metrics when given.
 
 Run: ``python -m genoctx.train.ship runs/annotation/export --lm-run runs/lm
---metrics results/eval/annotation-bacteria/metrics.json``
+--metrics results/eval/metrics.json`` (the metrics of ``genoctx eval annotation-bacteria --model
+runs/annotation/export``). Files of the export that are not weights or records (``decoder.json``,
+the loss logs) are copied too.
 """
 
 from __future__ import annotations
@@ -34,6 +36,25 @@ def _with_wall(record: dict, run_dir: Path) -> dict:
     return record
 
 
+def validation_lines(m: dict) -> list[str]:
+    """README table from the ``metrics.json`` of ``genoctx eval annotation-bacteria``."""
+    genomes = m["benchmarks"]["annotation-bacteria"]["metrics"]["genomes"]
+    lines = ["## Validation (held-out genomes; `VALIDATION.json`)", "",
+             f"Command: `{m['manifest'].get('command', '')}`", "",
+             "| genome | caller | sensitivity | precision | F1 | start agreement |",
+             "|---|---|---|---|---|---|"]
+    for genome, row in genomes.items():
+        for caller, v in row.items():
+            if isinstance(v, dict) and "sensitivity" in v:
+                lines.append(f"| {genome} | {caller} | {v['sensitivity']:.4f} | "
+                             f"{v['precision']:.4f} | {v['f1']:.4f} | {v['start_agreement']:.4f} |")
+        if "per_base" in row:
+            pb = row["per_base"]
+            lines.append(f"| {genome} | model per-base CDS | | | F1 {pb['f1']:.4f} (MCC "
+                         f"{pb['mcc']:.4f}) | |")
+    return lines + [""]
+
+
 def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) -> None:
     load_annotation_model(export)  # verifies both sha256 files and that the weights load
     files = sorted(p for p in export.iterdir() if p.is_file())
@@ -46,17 +67,28 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     for p in files:
         shutil.copy2(p, dest / p.name)
     runs = [_with_wall(json.loads((export / "TRAINING.json").read_text()), export.parent)]
+    run_dirs = [export.parent]
     if lm_run is not None:
         runs.insert(0, _with_wall(json.loads((lm_run / "run.json").read_text()), lm_run))
         shutil.copy2(lm_run / "run.json", dest / "TRAINING_lm.json")
+        run_dirs.insert(0, lm_run)
+    for run, record in zip(run_dirs, runs, strict=True):  # the runs' own loss logs and plots
+        for name in ("loss.csv", "loss.png"):
+            if (run / name).is_file():
+                shutil.copy2(run / name, dest / f"{record['recipe']}_{name}")
+    if metrics is not None:
+        shutil.copy2(metrics, dest / "VALIDATION.json")
+    files = sorted(p for p in dest.iterdir() if p.is_file() and p.name != "__init__.py")
     lines = ["# The embedded default checkpoint", "",
-             "Trained by this project's own code from the train-role data of the data manifest; "
-             "loaded by `genoctx annotate` / `--model embedded` after checking each sha256.", "",
+             ("Trained by this project's own code from the train-role data of the data manifest; "
+              "loaded by `genoctx annotate` / `--model embedded` after checking each sha256."), "",
              "## How it was trained (exact commands, in order)", ""]
     for r in runs:
-        lines += [f"- `{r['command']}` — recipe `{r['recipe']}`, {r.get('steps_done', r['loop']['steps'])} of {r['loop']['steps']} scheduled steps of "
-                  f"{r['batch_size']} × {r['seq_len']} bases, final loss {r['final_loss']:.4f}, "
-                  f"{r['wall_s'] / 60:.1f} min on {r['loop'].get('threads') or 'all'} CPU threads"]
+        done = r.get("steps_done", r["loop"]["steps"])
+        lines += [(f"- `{r['command']}` — recipe `{r['recipe']}`, {done} of {r['loop']['steps']} "
+                   f"scheduled steps of {r['batch_size']} × {r['seq_len']} bases, final loss "
+                   f"{r['final_loss']:.4f}, {r['wall_s'] / 60:.1f} min on "
+                   f"{r['loop'].get('threads') or 'all'} CPU threads")]
     lines += ["", "## Input files (sha256, role)", ""]
     seen = set()
     for r in runs:
@@ -70,21 +102,7 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     digest = checkpoint.verify_digest(dest)
     lines += ["", f"model.safetensors sha256: `{digest}`", ""]
     if metrics is not None:
-        m = json.loads(metrics.read_text())
-        shutil.copy2(metrics, dest / "VALIDATION.json")
-        lines += ["## Validation (held-out genomes; `VALIDATION.json`)", "",
-                  f"Command: `{m.get('command', '')}`", "",
-                  "| genome | caller | sensitivity | precision | F1 | start agreement |",
-                  "|---|---|---|---|---|---|"]
-        for genome, row in m["genomes"].items():
-            for caller, v in row.items():
-                if isinstance(v, dict) and "sensitivity" in v:
-                    lines.append(f"| {genome} | {caller} | {v['sensitivity']:.4f} | "
-                                 f"{v['precision']:.4f} | {v['f1']:.4f} | {v['start_agreement']:.4f} |")
-            if "per_base_cds" in row:
-                pb = row["per_base_cds"]
-                lines.append(f"| {genome} | model per-base CDS | F1 {pb.get('f1', float('nan')):.4f} | "
-                             f"MCC {pb.get('mcc', float('nan')):.4f} | | |")
+        lines += validation_lines(json.loads(metrics.read_text()))
     (dest / "README.md").write_text("\n".join(lines) + "\n")
 
 

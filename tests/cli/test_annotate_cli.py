@@ -1,8 +1,10 @@
 """`genoctx annotate` end to end on the shipped example with the embedded model."""
 
 import gzip
+import json
 import shutil
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pysam
@@ -298,23 +300,42 @@ def test_messy_fasta_soft_masking_n_runs_iupac_tiny_and_empty_records(example_fa
     assert {line.split("\t")[0] for line in bg[1:]} == {"plasmid", "tiny", "gap", "clean"}
 
 
-def test_model_runs_only_when_its_output_is_used(annotated, example_fasta, monkeypatch):
-    """The shipped checkpoint gives the head weight 0 in the decoder and RNA genes come from the
-    sequence finders, so without tracks the model is not run; the genes are the same."""
+def _checkpoint_with_decoder(tmp_path, gene_weight: float, start_weight: float) -> Path:
+    """A copy of the embedded checkpoint whose decoder.json sets the head's weights."""
+    from genoctx.model import checkpoint
+
+    dest = tmp_path / f"ckpt_{gene_weight}_{start_weight}"
+    shutil.copytree(checkpoint.embedded_dir(), dest)
+    (dest / "decoder.json").write_text(json.dumps(
+        {"neural_gene_weight": gene_weight, "neural_start_weight": start_weight}))
+    return dest
+
+
+def test_model_runs_only_when_its_output_is_used(example_fasta, tmp_path, monkeypatch):
+    """With decoder weights that ignore the head and RNA genes from the sequence finders, genes
+    do not need the model: without tracks it is not run, and the genes are the same. With weight
+    on the head, or tracks, head RNA classes or eukaryote mode, it is run."""
     pytest.importorskip("pyaragorn")
     pytest.importorskip("pybarrnap")
-    import genoctx.heads.annotation as annotation
+    from genoctx.heads import annotation
     from genoctx.heads.annotate import annotate_fasta, write_annotation
+
+    blind = _checkpoint_with_decoder(tmp_path, 0.0, 0.0)
+    with_model = annotate_fasta(example_fasta, model=blind, quiet=True, need_tracks=True)
+    (want,) = write_annotation(tmp_path / "with_model", with_model, ("gff3",))
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded")
 
     monkeypatch.setattr(annotation, "load_annotation_model", refuse)
-    result = annotate_fasta(example_fasta, quiet=True, need_tracks=False)
+    result = annotate_fasta(example_fasta, model=blind, quiet=True, need_tracks=False)
     assert not result.tracks and result.model_sha256
-    (path,) = write_annotation(annotated / "no_model", result, ("gff3",))
-    assert path.read_bytes() == (annotated / "p.gff3").read_bytes()
-    for kwargs in ({"need_tracks": True}, {"need_tracks": False, "rna": "model"},
-                   {"need_tracks": False, "mode": "eukaryote"}):
+    (path,) = write_annotation(tmp_path / "no_model", result, ("gff3",))
+    assert path.read_bytes() == want.read_bytes()
+    trusting = _checkpoint_with_decoder(tmp_path, 0.25, 0.0)
+    for ckpt, kwargs in ((blind, {"need_tracks": True}),
+                         (blind, {"need_tracks": False, "rna": "model"}),
+                         (blind, {"need_tracks": False, "mode": "eukaryote"}),
+                         (trusting, {"need_tracks": False})):
         with pytest.raises(AssertionError, match="model was loaded"):
-            annotate_fasta(example_fasta, quiet=True, **kwargs)
+            annotate_fasta(example_fasta, model=ckpt, quiet=True, **kwargs)

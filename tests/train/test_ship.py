@@ -1,0 +1,76 @@
+"""Shipping a run as the embedded checkpoint: files, records and the README beside them."""
+
+import json
+
+import pytest
+
+from genoctx.errors import GenoctxError
+from genoctx.heads.annotation import (
+    AnnotationHead,
+    AnnotationHeadConfig,
+    load_annotation_model,
+    save_annotation_model,
+)
+from genoctx.model.model import GenoCtxModel
+from genoctx.train.ship import ship
+
+
+def _record(recipe: str, command: str) -> dict:
+    return {"recipe": recipe, "command": command, "batch_size": 2, "seq_len": 64,
+            "loop": {"steps": 5, "threads": 2}, "steps_done": 5, "final_loss": 1.25,
+            "wall_s": 60.0,
+            "data_files": [{"path": "genomes/bacteria/x.gbff.gz", "sha256": "ab" * 32,
+                            "role": "train"}]}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    lm = tmp_path / "lm"
+    lm.mkdir()
+    (lm / "run.json").write_text(json.dumps(_record("lm", "genoctx train --recipe lm")))
+    (lm / "loss.csv").write_text("step,lr,elapsed_s,loss\n5,1e-3,90.0,1.3\n")
+    ann = tmp_path / "ann"
+    export = ann / "export"
+    backbone = GenoCtxModel.from_config("tiny")
+    save_annotation_model(export, backbone, AnnotationHead(AnnotationHeadConfig(in_dim=256)))
+    (export / "TRAINING.json").write_text(json.dumps(
+        _record("annotation", "genoctx train --recipe annotation --init runs/lm/export")))
+    (export / "decoder.json").write_text('{"neural_gene_weight": 0.25}')
+    (ann / "loss.csv").write_text("step,lr,elapsed_s,loss\n5,1e-3,120.0,1.1\n")
+    metrics = tmp_path / "metrics.json"
+    row = {"sensitivity": 0.9, "precision": 0.95, "f1": 0.924, "start_agreement": 0.88}
+    metrics.write_text(json.dumps({
+        "manifest": {"command": "genoctx eval annotation-bacteria --model runs/ann/export"},
+        "benchmarks": {"annotation-bacteria": {"metrics": {"genomes": {"G": {
+            "genoctx (model)": row, "prodigal": row,
+            "per_base": {"f1": 0.8, "mcc": 0.6}}}}}}}))
+    return lm, export, metrics
+
+
+def test_ship_copies_weights_records_and_logs_and_writes_the_readme(runs, tmp_path):
+    lm, export, metrics = runs
+    dest = tmp_path / "weights"
+    dest.mkdir()
+    (dest / "stale.bin").write_text("old")
+    (dest / "__init__.py").write_text("")
+    ship(export, dest, lm, metrics)
+    names = {p.name for p in dest.iterdir()}
+    assert "stale.bin" not in names and "__init__.py" in names
+    assert {"model.safetensors", "head.safetensors", "decoder.json", "TRAINING.json",
+            "TRAINING_lm.json", "lm_loss.csv", "annotation_loss.csv",
+            "VALIDATION.json"} <= names
+    load_annotation_model(dest)  # both sha256 files still verify
+    readme = (dest / "README.md").read_text()
+    assert readme.index("genoctx train --recipe lm") < readme.index("--recipe annotation")
+    assert "2.0 min" in readme  # wall time from the loss log when it exceeds the record
+    assert "`genomes/bacteria/x.gbff.gz`" in readme and "(train)" in readme
+    assert "| G | genoctx (model) | 0.9000 | 0.9500 | 0.9240 | 0.8800 |" in readme
+    assert "F1 0.8000 (MCC 0.6000)" in readme
+    assert "`annotation_loss.csv`" in readme
+
+
+def test_ship_refuses_a_corrupt_export(runs, tmp_path):
+    _, export, _ = runs
+    (export / "head.safetensors").write_bytes(b"not the weights")
+    with pytest.raises(GenoctxError, match="sha256"):
+        ship(export, tmp_path, None, None)
