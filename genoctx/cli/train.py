@@ -34,8 +34,8 @@ def train(
 
     from genoctx.train import recipes
 
-    # Before torch starts its worker threads: they inherit the flush-to-zero mode (see
-    # genoctx.train.loop.train_loop, which sets it again for library callers).
+    # Before torch starts its worker threads, in case they take the flush-to-zero mode from the
+    # thread that starts them (genoctx.train.loop.train_loop sets it again for library callers).
     torch.set_flush_denormal(True)
     if threads:
         torch.set_num_threads(threads)

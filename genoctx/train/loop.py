@@ -144,8 +144,8 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
         torch.set_num_threads(cfg.threads)
     # Subnormal floats (activations and gradients of a training model drift into them) take a
     # slow path on x86 CPUs: without this, CPU steps of the annotation recipe slowed from 1.3 s
-    # to 5 s within 350 steps. The mode is per thread and worker threads inherit it when they
-    # start, so `genoctx train` sets it before any torch work; this covers library callers.
+    # to 5 s within 350 steps. The mode is per thread, so `genoctx train` also sets it before any
+    # torch work, in case worker threads take it from the thread that starts them.
     torch.set_flush_denormal(True)
     torch.manual_seed(cfg.seed)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@ sha256 of every input file, and the validation metrics when given.
 
 Run: ``python -m genoctx.train.ship runs/annotation/export --lm-run runs/lm
 --metrics results/eval/metrics.json`` (the metrics of ``genoctx eval annotation-bacteria --model
-runs/annotation/export``). Files of the export that are not weights or records (``decoder.json``,
-the loss logs) are copied too.
+runs/annotation/export``). Every file of the export is copied (``decoder.json`` included), and
+each run directory's ``loss.csv`` / ``loss.png`` as ``<recipe>_loss.csv`` / ``.png``.
 """
 
 from __future__ import annotations
