@@ -2,7 +2,8 @@
 
 On the first ``--bases`` of a genome's first record: argmax CDS-vs-rest F1 and MCC over bases with
 a label, and the share of annotated CDS bases whose argmax class has the right strand and codon
-phase. Each ``CONTEXT/OVERLAP`` argument is one run of ``predict_probs`` (what ``genoctx
+phase — over all of them, and over those within 256 bases of a seam (where the stitched result
+passes from one window to the next; ``near_seam``). Each ``CONTEXT/OVERLAP`` argument is one run of ``predict_probs`` (what ``genoctx
 annotate`` calls with ``--context`` / ``--overlap``).
 
 Run: ``python benchmarks/head_context.py --model embedded 2048/256 8192/1024``
@@ -29,6 +30,9 @@ from genoctx.heads.classes import CDS_MINUS, CDS_PLUS
 from genoctx.io.annotation import label_tracks, read_features, read_sequences_genbank
 from genoctx.io.dataroot import resolve_data_root
 from genoctx.tokenize import nucleotide as nt
+from genoctx.tokenize.windows import Stitcher
+
+SEAM = 256  # bases either side of a seam counted as near it
 
 
 def main(argv=None) -> None:
@@ -42,12 +46,13 @@ def main(argv=None) -> None:
     torch.set_flush_denormal(True)
     path = resolve_data_root(a.data_root) / a.genome
     (contig, seq), = list(read_sequences_genbank(path))[:1]
-    seq = seq[:a.bases]
+    # Label the whole record (features must lie inside it), then keep the first bases.
     y = labels_from_tracks(label_tracks(read_features(path), {contig: len(seq)})[contig])
+    seq, y = seq[:a.bases], y[:a.bases]
     backbone, head = load_annotation_model(a.model)
     cds = np.asarray(CDS_PLUS + CDS_MINUS)
     in_cds = np.isin(y, cds)
-    print("context\toverlap\tcds_f1\tcds_mcc\tright_phase\tseconds")
+    print("context\toverlap\tcds_f1\tcds_mcc\tright_phase\tnear_seam\tseconds")
     for w in a.windows:
         context, overlap = (int(v) for v in w.split("/"))
         t = time.perf_counter()
@@ -55,7 +60,12 @@ def main(argv=None) -> None:
                             overlap=overlap).argmax(1)
         s = binary_scores(np.isin(arg, cds), in_cds, y >= 0)
         phase = float((arg[in_cds] == y[in_cds]).mean())
-        print(f"{context}\t{overlap}\t{s['f1']:.4f}\t{s['mcc']:.4f}\t{phase:.4f}\t"
+        near = np.zeros(len(seq), dtype=bool)
+        for _, cut in Stitcher(len(seq), context, overlap).owned[:-1]:
+            near[max(0, cut - SEAM):cut + SEAM] = True
+        sel = in_cds & near
+        seam = f"{float((arg[sel] == y[sel]).mean()):.4f}" if sel.any() else "-"
+        print(f"{context}\t{overlap}\t{s['f1']:.4f}\t{s['mcc']:.4f}\t{phase:.4f}\t{seam}\t"
               f"{time.perf_counter() - t:.1f}", flush=True)
 
 

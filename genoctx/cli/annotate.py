@@ -31,7 +31,7 @@ def annotate(
                               "directory, or 'none' (sequence-only decoding)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     context: int = typer.Option(8192, "--context", help="Bases per model window."),
-    overlap: int = typer.Option(1024, "--overlap", help="Bases shared by neighbouring windows."),
+    overlap: int = typer.Option(256, "--overlap", help="Bases shared by neighbouring windows."),
     batch_size: int = typer.Option(4, "--batch-size", help="Windows per model call."),
     mode: str = typer.Option("prokaryote", "--mode", help="prokaryote (genes without introns, "
                              "tRNA/rRNA/ncRNA) or eukaryote (spliced genes from the model)."),

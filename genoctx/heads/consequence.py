@@ -477,7 +477,7 @@ class PredictedAnnotation:
 
 
 def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, context: int = 8192,
-                       overlap: int = 1024, batch_size: int = 4, progress=None,
+                       overlap: int = 256, batch_size: int = 4, progress=None,
                        params=None, rna: str = "auto") -> PredictedAnnotation:
     """Genes the decoder predicts on ``targets`` of the reference (the steps of
     :func:`genoctx.heads.annotate.annotate_fasta`), keeping the head's per-base classes.

@@ -80,3 +80,20 @@ def test_stitched_windows_cover_every_base(small_model, example_fasta):
     # a base deep inside a window sees the same context as in a pass over that window alone
     single = predict_probs(backbone, head, ids[:1024], context=1024, overlap=0)
     np.testing.assert_allclose(p[:896], single[:896], atol=1e-5)
+
+
+def test_cpu_calls_are_capped_in_bases(small_model, example_fasta, monkeypatch):
+    """On CPU a model call takes at most CPU_BASES_PER_CALL bases, whatever batch_size asks;
+    the probabilities are those of unbatched calls up to float rounding."""
+    from genoctx.heads import annotation
+
+    backbone, head = small_model
+    ids = nt.encode(b"".join(example_fasta.read_bytes().split(b"\n")[1:])[:4000])
+    want = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=1)
+    sizes = []
+    real = backbone.embed
+    monkeypatch.setattr(backbone, "embed", lambda t, *a, **k: sizes.append(t.shape) or real(t, *a, **k))
+    monkeypatch.setattr(annotation, "CPU_BASES_PER_CALL", 2048)
+    got = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8)
+    assert max(s[0] * s[1] for s in sizes) == 2048 and sum(s[0] for s in sizes) == 5
+    np.testing.assert_allclose(got, want, atol=1e-5)
