@@ -1,18 +1,21 @@
-"""CPU time of the annotation model under two window settings, interleaved (A B A B …).
+"""Speed of the annotation model on CPU under several settings, interleaved (A B C A B C …).
 
-The shared CPU cores of a small machine vary by ±30% within minutes, so two settings are only
+The shared CPU cores of a small machine vary by ±30% within minutes, so settings are only
 compared when their runs alternate. ``predict_probs`` (what ``genoctx annotate`` runs for the
 probability tracks) is timed on the first ``--bases`` of E. coli K-12 (train role) with the
-embedded checkpoint:
+embedded checkpoint, 8,192-base windows and ``batch_size=4``. A setting is
+``OVERLAP/CAP/WORKERS``: window overlap, bases per model call on CPU (``-``: no cap) and worker
+threads. The defaults compare
 
-* ``before``: 8,192-base windows overlapping by 1,024, four windows per model call (the
-  defaults up to this change; the per-call cap switched off);
-* ``after``: overlap 256, and at most ``CPU_BASES_PER_CALL`` bases per call on CPU (two windows).
+* ``1024/-/1``: the settings before this change (four windows per call, ops split over the
+  cores);
+* ``256/16384/1``: overlap 256 and at most 16,384 bases per call;
+* ``256/16384/2``: the same with two single-threaded workers (the default on 2 cores).
 
-Prints wall seconds and process CPU seconds (user + system, both cores) per run, the minor
-page faults, and the largest difference between the two settings' probabilities.
+Prints wall seconds and process CPU seconds (user + system) per run, the minor page faults,
+and how far each setting's probabilities are from the first one's.
 
-Run: ``python benchmarks/annotate_settings.py [--bases 250000] [--reps 3]``
+Run: ``python benchmarks/annotate_settings.py [--bases 250000] [--reps 3] [SETTING ...]``
 """
 
 from __future__ import annotations
@@ -36,11 +39,17 @@ from genoctx.io.annotation import read_sequences_genbank
 from genoctx.io.dataroot import resolve_data_root
 from genoctx.tokenize import nucleotide as nt
 
-SETTINGS = {"before": (1024, 10**9), "after": (256, annotation.CPU_BASES_PER_CALL)}
+SETTINGS = ("1024/-/1", "256/16384/1", "256/16384/2")
+
+
+def parse(setting: str) -> tuple[int, int, int]:
+    overlap, cap, workers = setting.split("/")
+    return int(overlap), 10**9 if cap == "-" else int(cap), int(workers)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("settings", nargs="*", default=list(SETTINGS), help="OVERLAP/CAP/WORKERS")
     ap.add_argument("--bases", type=int, default=250_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--data-root", default=None)
@@ -51,21 +60,24 @@ def main(argv=None) -> None:
     ids = nt.encode(seq[:a.bases])
     backbone, head = annotation.load_annotation_model("embedded")
     annotation.predict_probs(backbone, head, ids[:20_000])  # warm up
-    print("setting\toverlap\tbases_per_call\twall_s\tcpu_s\tminor_faults")
+    print("setting\twall_s\tcpu_s\tminor_faults")
     out = {}
     for _ in range(a.reps):
-        for name, (overlap, cap) in SETTINGS.items():
+        for name in a.settings:
+            overlap, cap, workers = parse(name)
             annotation.CPU_BASES_PER_CALL = cap
             r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-            out[name] = annotation.predict_probs(backbone, head, ids, overlap=overlap, batch_size=4)
+            out[name] = annotation.predict_probs(backbone, head, ids, overlap=overlap,
+                                                 batch_size=4, workers=workers)
             wall = time.perf_counter() - t0
             r1 = resource.getrusage(resource.RUSAGE_SELF)
             cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
-            print(f"{name}\t{overlap}\t{min(cap, 4 * 8192)}\t{wall:.1f}\t{cpu:.1f}\t"
-                  f"{r1.ru_minflt - r0.ru_minflt}", flush=True)
-    d = np.abs(out["before"] - out["after"])
-    print(f"probabilities: max |before - after| {d.max():.3f}, mean {d.mean():.1e}; argmax agrees "
-          f"on {np.mean(out['before'].argmax(1) == out['after'].argmax(1)):.4f} of bases")
+            print(f"{name}\t{wall:.1f}\t{cpu:.1f}\t{r1.ru_minflt - r0.ru_minflt}", flush=True)
+    first = out[a.settings[0]]
+    for name in a.settings[1:]:
+        d = np.abs(out[name] - first)
+        print(f"{name} vs {a.settings[0]}: max |dp| {d.max():.3f}, mean {d.mean():.1e}; argmax "
+              f"agrees on {np.mean(first.argmax(1) == out[name].argmax(1)):.4f} of bases")
 
 
 if __name__ == "__main__":

@@ -132,23 +132,32 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
     return backbone, head.to(device).eval()
 
 
-# Bases per model call on CPU. Both strands of 16,384 bases make [2, 2·8193, 128] fp32 hidden
-# states of 16.8 MB; glibc serves blocks over 32 MB with a fresh mmap on every allocation and
-# the kernel zeroes each page on first touch. At 4 × 8,192 bases that cost 2.2 s of system time
-# per 100 kb (ru_stime; none at 2 × 8,192), about a fifth of the CPU time of the call.
+# Bases of all model calls in flight together on CPU. Both strands of 16,384 bases make
+# [2, 2·8193, 128] fp32 hidden states of 16.8 MB; glibc serves blocks over 32 MB with a fresh
+# mmap on every allocation and the kernel zeroes each page on first touch. At 4 × 8,192 bases
+# per call that cost 2.2 s of system time per 100 kb (ru_stime; none at 2 × 8,192), about a
+# fifth of the CPU time of the call.
 CPU_BASES_PER_CALL = 16_384
+# Most worker threads predict_probs runs on CPU (each with torch threads / workers cores).
+CPU_WORKERS = 4
 
 
 def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: int = 8192,
-                  overlap: int = 256, batch_size: int = 4, progress=None) -> np.ndarray:
+                  overlap: int = 256, batch_size: int = 4, progress=None,
+                  workers: int | None = None) -> np.ndarray:
     """Per-base class probabilities ``[L, NUM_CLASSES]`` (float32) for one contig.
 
     The contig is cut into windows of ``context`` bases overlapping by ``overlap``; each base
     takes its probabilities from the window in which it lies farthest from an edge, so every
     base keeps at least ``overlap // 2`` bases of context on both sides (except at contig ends).
-    On CPU a model call takes at most :data:`CPU_BASES_PER_CALL` bases (fewer windows than
-    ``batch_size`` when they are long). Batching moves results only by float rounding (about
-    1e-7).
+
+    On CPU, ``workers`` threads (default: torch's intra-op thread count, at most
+    :data:`CPU_WORKERS`) run whole model calls side by side, sharing the cores out between them,
+    instead of every op being split across all cores; the model's ops are small enough that the
+    split costs more than it gains. All calls in flight together take at
+    most :data:`CPU_BASES_PER_CALL` bases (fewer windows than ``batch_size`` when they are
+    long). Batching and threading move results only by float rounding (about 1e-7); a given
+    setting gives the same bytes on every run.
     """
     from genoctx.tokenize.windows import Stitcher
 
@@ -158,23 +167,58 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     stitcher = Stitcher(L, context, overlap)
     spans = stitcher.windows
     device = backbone.device
-    if device.type == "cpu":
-        batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // context))
-    with torch.inference_mode():
-        i = done = 0
-        while i < len(spans):
-            n = spans[i][1] - spans[i][0]
-            j = i
-            while j < len(spans) and j - i < batch_size and spans[j][1] - spans[j][0] == n:
-                j += 1
-            batch = np.stack([ids[s:e] for s, e in spans[i:j]]).astype(np.int64)
+    cpu = device.type == "cpu"
+    threads = torch.get_num_threads()
+    if workers is None:
+        workers = min(threads, CPU_WORKERS) if cpu else 1
+    workers = max(1, workers)
+    if cpu:
+        batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // (context * workers)))
+    groups, i = [], 0
+    while i < len(spans):  # consecutive windows of equal length, at most batch_size of them
+        j = i
+        while j < len(spans) and j - i < batch_size and spans[j][1] - spans[j][0] == \
+                spans[i][1] - spans[i][0]:
+            j += 1
+        groups.append((i, j))
+        i = j
+
+    def run(group: tuple[int, int]) -> np.ndarray:
+        with torch.inference_mode():  # thread-local: every worker enters it
+            batch = np.stack([ids[s:e] for s, e in spans[group[0]:group[1]]]).astype(np.int64)
             emb = backbone.embed(torch.from_numpy(batch).to(device))
-            probs = torch.softmax(head(emb).float(), -1).cpu().numpy()
+            return torch.softmax(head(emb).float(), -1).cpu().numpy()
+
+    done = 0
+    if workers > 1:  # the cores are shared out between the workers
+        torch.set_num_threads(max(1, threads // workers))
+    try:
+        for (i, j), probs in zip(groups, _in_order(run, groups, workers)):
             for k in range(i, j):
                 stitcher.add(k, probs[k - i])
             if progress:  # bases newly covered (windows overlap): the total adds up to L
                 reach = max(e for _, e in spans[:j])
                 progress(reach - done)
                 done = reach
-            i = j
+    finally:
+        torch.set_num_threads(threads)
     return np.ascontiguousarray(stitcher.result(), dtype=np.float32)
+
+
+def _in_order(fn, items: list, workers: int):
+    """``fn(item)`` for each item, in order; with ``workers > 1`` on that many threads, at most
+    ``workers`` calls in flight (so memory stays that of ``workers`` calls)."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        pending = deque()
+        for item in items:
+            if len(pending) == workers:
+                yield pending.popleft().result()
+            pending.append(pool.submit(fn, item))
+        while pending:
+            yield pending.popleft().result()

@@ -83,17 +83,25 @@ def test_stitched_windows_cover_every_base(small_model, example_fasta):
 
 
 def test_cpu_calls_are_capped_in_bases(small_model, example_fasta, monkeypatch):
-    """On CPU a model call takes at most CPU_BASES_PER_CALL bases, whatever batch_size asks;
-    the probabilities are those of unbatched calls up to float rounding."""
+    """On CPU the calls in flight take at most CPU_BASES_PER_CALL bases together, whatever
+    batch_size asks; batching and worker threads change the probabilities only by rounding."""
     from genoctx.heads import annotation
 
     backbone, head = small_model
     ids = nt.encode(b"".join(example_fasta.read_bytes().split(b"\n")[1:])[:4000])
-    want = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=1)
+    want = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=1, workers=1)
     sizes = []
     real = backbone.embed
     monkeypatch.setattr(backbone, "embed", lambda t, *a, **k: sizes.append(t.shape) or real(t, *a, **k))
     monkeypatch.setattr(annotation, "CPU_BASES_PER_CALL", 2048)
-    got = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8)
-    assert max(s[0] * s[1] for s in sizes) == 2048 and sum(s[0] for s in sizes) == 5
-    np.testing.assert_allclose(got, want, atol=1e-5)
+    threads = torch.get_num_threads()
+    for workers, per_call in ((1, 2048), (2, 1024)):
+        sizes.clear()
+        got = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8,
+                            workers=workers)
+        assert max(s[0] * s[1] for s in sizes) == per_call and sum(s[0] for s in sizes) == 5
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        assert torch.get_num_threads() == threads  # restored after the worker threads
+    # the same setting gives the same bytes on every run
+    again = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8, workers=2)
+    assert np.array_equal(got, again)
