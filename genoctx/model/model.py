@@ -215,12 +215,17 @@ class GenoCtxModel(nn.Module):
         return out
 
     def embed(self, tokens, segment_len: int | None = None,
-              progress: Progress | None = None) -> torch.Tensor:
+              progress: Progress | None = None, workers: int | None = None) -> torch.Tensor:
         """Per-base embeddings ``[B, T] -> [B, T, 2D]``: ``[h_fwd, h_rc]`` (fp32, no grad).
 
         ``h_fwd[t]`` is the hidden state at ``x_t`` of ``BOS x``; ``h_rc[t]`` that of the same
         base in ``BOS rc(x)``, flipped back, so the two halves see the left and the right
         context. RC-equivariant: ``embed(rc(x)) == flip_T(swap_halves(embed(x)))``.
+
+        The two strands run as one batch, or with ``workers=2`` (the default on CPU when torch
+        has two or more threads) side by side in two threads, each with half the cores: the
+        model's ops are small, and one op split over the cores waits for the slower one. The
+        two ways agree up to float rounding.
         """
         from genoctx.tokenize.nucleotide import reverse_complement
 
@@ -229,17 +234,54 @@ class GenoCtxModel(nn.Module):
         D = self.config.d_model
         rc = reverse_complement(tokens, dim=1)
         bos = torch.full_like(tokens[:, :1], BOS_ID)
-        both = torch.cat([torch.cat([bos, tokens], 1), torch.cat([bos, rc], 1)], 0)  # [2B, T+1]
+        fwd, rev = torch.cat([bos, tokens], 1), torch.cat([bos, rc], 1)  # [B, T+1] each
         out = torch.empty(B, T, 2 * D, device=self.device)
-        with torch.inference_mode():
-            for start, h in self.iter_hidden(both, segment_len):
-                lo, hi = max(start, 1), start + h.shape[1]  # hidden position p holds base p - 1
-                if hi > lo:
-                    h_keep = h[:, lo - start:]
-                    out[:, lo - 1:hi - 1, :D] = h_keep[:B]
-                    out[:, T - hi + 1:T - lo + 1, D:] = h_keep[B:].flip(1)  # base T-p on +
-                if progress:
-                    progress(h.shape[1])
+        threads = torch.get_num_threads()
+        if workers is None:
+            workers = 2 if self.device.type == "cpu" and threads >= 2 else 1
+
+        def put(start: int, h: torch.Tensor, halves: tuple[bool, bool]) -> None:
+            lo, hi = max(start, 1), start + h.shape[1]  # hidden position p holds base p - 1
+            if hi <= lo:
+                return
+            h_keep, i = h[:, lo - start:], 0
+            if halves[0]:
+                out[:, lo - 1:hi - 1, :D] = h_keep[:B]
+                i = B
+            if halves[1]:
+                out[:, T - hi + 1:T - lo + 1, D:] = h_keep[i:].flip(1)  # base T-p on +
+
+        if workers <= 1:
+            with torch.inference_mode():
+                for start, h in self.iter_hidden(torch.cat([fwd, rev], 0), segment_len):
+                    put(start, h, (True, True))
+                    if progress:
+                        progress(h.shape[1])
+            return out
+
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        lock, done, reported = threading.Lock(), [0, 0], [0]
+
+        def strand(k: int) -> None:
+            with torch.inference_mode():  # thread-local: entered in each worker
+                for start, h in self.iter_hidden(fwd if k == 0 else rev, segment_len):
+                    put(start, h, (k == 0, k == 1))
+                    if progress:  # the bar moves as far as both strands have come
+                        with lock:
+                            done[k] += h.shape[1]
+                            if min(done) > reported[0]:
+                                progress(min(done) - reported[0])
+                                reported[0] = min(done)
+
+        torch.set_num_threads(max(1, threads // 2))
+        try:
+            with ThreadPoolExecutor(2) as pool:
+                for f in [pool.submit(strand, 0), pool.submit(strand, 1)]:
+                    f.result()
+        finally:
+            torch.set_num_threads(threads)
         return out
 
     # ---- training helpers ---------------------------------------------------------------------

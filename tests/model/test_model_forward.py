@@ -92,6 +92,21 @@ def test_embed_halves_are_the_two_strand_passes():
     torch.testing.assert_close(e, torch.cat([fwd, rev], -1), atol=ATOL, rtol=0)
 
 
+def test_embed_strands_in_two_workers_equal_one_batch():
+    """workers=2 runs the strands in two threads: same embeddings up to rounding, the progress
+    total of the batched pass, torch's thread count restored, a worker's error raised."""
+    model = _model()
+    x = random_tokens(2, 700, seed=6)
+    steps = {1: [], 2: []}
+    got = {w: model.embed(x, segment_len=256, progress=steps[w].append, workers=w) for w in (1, 2)}
+    torch.testing.assert_close(got[2], got[1], atol=ATOL, rtol=0)
+    assert sum(steps[1]) == sum(steps[2]) == 701 and all(n > 0 for n in steps[2])
+    threads = torch.get_num_threads()
+    with pytest.raises(ValueError, match="segment"):
+        model.embed(x, segment_len=100, workers=2)  # not block-aligned: raised in a worker
+    assert torch.get_num_threads() == threads
+
+
 @pytest.mark.parametrize("backend", ["torch", "reference"])
 def test_gradients_reach_every_parameter(backend):
     model = _model(backend).train()
