@@ -155,7 +155,8 @@ def main() -> None:
         f"Command: `python benchmarks/model_cpu.py` · {machine()}",
         f"Input: {results[0]['source']}; random-init weights (speed only); backend "
         f"`{results[0]['backend']}`; segments of {args.segment_len:,} tokens; fp32, "
-        "`torch.inference_mode`. `embed` runs both strands (2 × 1,048,576 tokens, batched) and "
+        "`torch.inference_mode`. `embed` runs both strands (2 × 1,048,576 tokens; with 2 "
+        "threads one worker thread per strand, with 1 one batch) and "
         "returns 1 GiB of embeddings. Each row is a fresh subprocess; peak RSS is its "
         "`ru_maxrss`.",
         f"Target: ≤ {TARGET_S:.0f} s and ≤ {TARGET_RSS_GB:.0f} GB peak RSS. Load average "
