@@ -170,8 +170,8 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     cpu = device.type == "cpu"
     threads = torch.get_num_threads()
     if workers is None:
-        workers = min(threads, CPU_WORKERS) if cpu else 1
-    workers = max(1, workers)
+        workers = min(threads, CPU_WORKERS)
+    workers = max(1, workers) if cpu else 1  # a GPU takes the windows in batches instead
     if cpu:
         batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // (context * workers)))
     groups, i = [], 0
