@@ -12,8 +12,8 @@ threads. The defaults compare
 * ``256/16384/1``: overlap 256 and at most 16,384 bases per call;
 * ``256/16384/2``: the same with two single-threaded workers (the default on 2 cores).
 
-Prints wall seconds and process CPU seconds (user + system) per run, the minor page faults,
-and how far each setting's probabilities are from the first one's.
+Prints wall seconds, process CPU seconds (user + system) and system seconds per run, the
+minor page faults, and how far each setting's probabilities are from the first one's.
 
 Run: ``python benchmarks/annotate_settings.py [--bases 250000] [--reps 3] [SETTING ...]``
 """
@@ -60,7 +60,7 @@ def main(argv=None) -> None:
     ids = nt.encode(seq[:a.bases])
     backbone, head = annotation.load_annotation_model("embedded")
     annotation.predict_probs(backbone, head, ids[:20_000])  # warm up
-    print("setting\twall_s\tcpu_s\tminor_faults")
+    print("setting\twall_s\tcpu_s\tsys_s\tminor_faults")
     out = {}
     for _ in range(a.reps):
         for name in a.settings:
@@ -72,7 +72,8 @@ def main(argv=None) -> None:
             wall = time.perf_counter() - t0
             r1 = resource.getrusage(resource.RUSAGE_SELF)
             cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
-            print(f"{name}\t{wall:.1f}\t{cpu:.1f}\t{r1.ru_minflt - r0.ru_minflt}", flush=True)
+            print(f"{name}\t{wall:.1f}\t{cpu:.1f}\t{r1.ru_stime - r0.ru_stime:.1f}\t"
+                  f"{r1.ru_minflt - r0.ru_minflt}", flush=True)
     first = out[a.settings[0]]
     for name in a.settings[1:]:
         d = np.abs(out[name] - first)

@@ -10,6 +10,7 @@ therefore gives the reverse-complemented output, up to float rounding.
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -135,10 +136,11 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
 # Bases of all model calls in flight together on CPU. Both strands of 16,384 bases make
 # [2, 2·8193, 128] fp32 hidden states of 16.8 MB; glibc serves blocks over 32 MB with a fresh
 # mmap on every allocation and the kernel zeroes each page on first touch. At 4 × 8,192 bases
-# per call that cost 2.2 s of system time per 100 kb (ru_stime; none at 2 × 8,192), about a
-# fifth of the CPU time of the call.
+# per call that cost 1.2–2.2 M minor page faults and 2.6–3.0 s of system time per 250 kb
+# (benchmarks/annotate_settings.py, setting 1024/-/1).
 CPU_BASES_PER_CALL = 16_384
-# Most worker threads predict_probs runs on CPU (each with torch threads / workers cores).
+# Most worker threads predict_probs runs on CPU (each with torch threads / workers cores;
+# measured at 2 only).
 CPU_WORKERS = 4
 
 
@@ -152,13 +154,12 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     base keeps at least ``overlap // 2`` bases of context on both sides (except at contig ends).
 
     On CPU, ``workers`` threads (default: torch's intra-op thread count, at most
-    :data:`CPU_WORKERS`) run whole model calls side by side, sharing the cores out between them,
-    instead of every op being split across all cores; the model's ops are small enough that the
-    split costs more than it gains. All calls in flight together take at
-    most :data:`CPU_BASES_PER_CALL` bases (fewer windows than ``batch_size`` when they are
-    long). Batching and threading move results only by float rounding (about 1e-7); a given
-    setting gives the same bytes on every run.
+    :data:`CPU_WORKERS`) run whole model calls side by side (:mod:`genoctx.model.workers`), and
+    all calls in flight together take at most :data:`CPU_BASES_PER_CALL` bases (fewer windows
+    than ``batch_size`` when they are long). Batching and threading move results only by float
+    rounding; a given setting gives the same bytes on every run.
     """
+    from genoctx.model.workers import in_order
     from genoctx.tokenize.windows import Stitcher
 
     L = len(ids)
@@ -168,9 +169,8 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     spans = stitcher.windows
     device = backbone.device
     cpu = device.type == "cpu"
-    threads = torch.get_num_threads()
     if workers is None:
-        workers = min(threads, CPU_WORKERS)
+        workers = min(torch.get_num_threads(), CPU_WORKERS)
     workers = max(1, workers) if cpu else 1  # a GPU takes the windows in batches instead
     if cpu:
         batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // (context * workers)))
@@ -190,35 +190,12 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
             return torch.softmax(head(emb).float(), -1).cpu().numpy()
 
     done = 0
-    if workers > 1:  # the cores are shared out between the workers
-        torch.set_num_threads(max(1, threads // workers))
-    try:
-        for (i, j), probs in zip(groups, _in_order(run, groups, workers)):
+    with closing(in_order(run, groups, workers)) as results:
+        for (i, j), probs in zip(groups, results):
             for k in range(i, j):
                 stitcher.add(k, probs[k - i])
             if progress:  # bases newly covered (windows overlap): the total adds up to L
                 reach = max(e for _, e in spans[:j])
                 progress(reach - done)
                 done = reach
-    finally:
-        torch.set_num_threads(threads)
     return np.ascontiguousarray(stitcher.result(), dtype=np.float32)
-
-
-def _in_order(fn, items: list, workers: int):
-    """``fn(item)`` for each item, in order; with ``workers > 1`` on that many threads, at most
-    ``workers`` calls in flight (so memory stays that of ``workers`` calls)."""
-    if workers <= 1:
-        yield from map(fn, items)
-        return
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers) as pool:
-        pending = deque()
-        for item in items:
-            if len(pending) == workers:
-                yield pending.popleft().result()
-            pending.append(pool.submit(fn, item))
-        while pending:
-            yield pending.popleft().result()

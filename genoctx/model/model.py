@@ -15,6 +15,7 @@ the outputs returned.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from genoctx.model.attention import AttnCarry, HybridAttention, attention_ops, c
 from genoctx.model.config import ModelConfig, get_config
 from genoctx.model.moe import MoE, moe_ops
 from genoctx.model.rope import rope_freqs
+from genoctx.model.workers import in_order
 
 BOS_ID = 1  # genoctx.tokenize.nucleotide.BOS (a test keeps them equal)
 PAD_ID = 0
@@ -236,38 +238,31 @@ class GenoCtxModel(nn.Module):
         bos = torch.full_like(tokens[:, :1], BOS_ID)
         fwd, rev = torch.cat([bos, tokens], 1), torch.cat([bos, rc], 1)  # [B, T+1] each
         out = torch.empty(B, T, 2 * D, device=self.device)
-        threads = torch.get_num_threads()
         if workers is None:
-            workers = 2 if self.device.type == "cpu" and threads >= 2 else 1
+            workers = 2 if self.device.type == "cpu" and torch.get_num_threads() >= 2 else 1
 
-        def put(start: int, h: torch.Tensor, halves: tuple[bool, bool]) -> None:
-            lo, hi = max(start, 1), start + h.shape[1]  # hidden position p holds base p - 1
-            if hi <= lo:
-                return
-            h_keep, i = h[:, lo - start:], 0
-            if halves[0]:
-                out[:, lo - 1:hi - 1, :D] = h_keep[:B]
-                i = B
-            if halves[1]:
-                out[:, T - hi + 1:T - lo + 1, D:] = h_keep[i:].flip(1)  # base T-p on +
+        def put(start: int, h_fwd: torch.Tensor | None, h_rev: torch.Tensor | None) -> None:
+            lo, hi = max(start, 1), start + (h_fwd if h_fwd is not None else h_rev).shape[1]
+            if hi > lo:  # hidden position p holds base p - 1
+                if h_fwd is not None:
+                    out[:, lo - 1:hi - 1, :D] = h_fwd[:, lo - start:]
+                if h_rev is not None:  # base T-p on +
+                    out[:, T - hi + 1:T - lo + 1, D:] = h_rev[:, lo - start:].flip(1)
 
         if workers <= 1:
             with torch.inference_mode():
                 for start, h in self.iter_hidden(torch.cat([fwd, rev], 0), segment_len):
-                    put(start, h, (True, True))
+                    put(start, h[:B], h[B:])
                     if progress:
                         progress(h.shape[1])
             return out
-
-        import threading
-        from concurrent.futures import ThreadPoolExecutor
 
         lock, done, reported = threading.Lock(), [0, 0], [0]
 
         def strand(k: int) -> None:
             with torch.inference_mode():  # thread-local: entered in each worker
-                for start, h in self.iter_hidden(fwd if k == 0 else rev, segment_len):
-                    put(start, h, (k == 0, k == 1))
+                for start, h in self.iter_hidden(rev if k else fwd, segment_len):
+                    put(start, None if k else h, h if k else None)
                     if progress:  # the bar moves as far as both strands have come
                         with lock:
                             done[k] += h.shape[1]
@@ -275,13 +270,8 @@ class GenoCtxModel(nn.Module):
                                 progress(min(done) - reported[0])
                                 reported[0] = min(done)
 
-        torch.set_num_threads(max(1, threads // 2))
-        try:
-            with ThreadPoolExecutor(2) as pool:
-                for f in [pool.submit(strand, 0), pool.submit(strand, 1)]:
-                    f.result()
-        finally:
-            torch.set_num_threads(threads)
+        for _ in in_order(strand, (0, 1), 2):
+            pass
         return out
 
     # ---- training helpers ---------------------------------------------------------------------
