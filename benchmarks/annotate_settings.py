@@ -3,14 +3,17 @@
 The shared CPU cores of a small machine vary by ±30% within minutes, so settings are only
 compared when their runs alternate. ``predict_probs`` (what ``genoctx annotate`` runs for the
 probability tracks) is timed on the first ``--bases`` of E. coli K-12 (train role) with the
-embedded checkpoint, 8,192-base windows and ``batch_size=4``. A setting is
-``OVERLAP/CAP/WORKERS``: window overlap, bases per model call on CPU (``-``: no cap) and worker
-threads. The defaults compare
+embedded checkpoint and ``batch_size=4``. A setting is ``OVERLAP/CAP/WORKERS[/CONTEXT]``:
+window overlap, bases per model call on CPU (``-``: no cap), worker threads and the tokens the
+model reads per window (BOS + ``CONTEXT - 1`` bases; default 8,192). The defaults compare
 
-* ``1024/-/1``: the settings before this change (four windows per call, ops split over the
-  cores);
-* ``256/16384/1``: overlap 256 and at most 16,384 bases per call;
-* ``256/16384/2``: the same with two single-threaded workers (the default on 2 cores).
+* ``256/16384/2/8193``: windows of 8,192 bases, i.e. 8,193 tokens with BOS, as before windows
+  were block-aligned;
+* ``256/16384/2``: the default now (8,191 bases + BOS = 64 whole attention blocks).
+
+Older comparisons: ``1024/-/1`` (the settings before the overlap, cap and worker changes) against
+``256/16384/1`` and ``256/16384/2``; those ran when ``predict_probs`` still cut windows of
+``CONTEXT`` bases, so their reruns now use one base less per window.
 
 Prints wall seconds, process CPU seconds (user + system) and system seconds per run, the
 minor page faults, and how far each setting's probabilities are from the first one's.
@@ -39,17 +42,18 @@ from genoctx.io.annotation import read_sequences_genbank
 from genoctx.io.dataroot import resolve_data_root
 from genoctx.tokenize import nucleotide as nt
 
-SETTINGS = ("1024/-/1", "256/16384/1", "256/16384/2")
+SETTINGS = ("256/16384/2/8193", "256/16384/2")
 
 
-def parse(setting: str) -> tuple[int, int, int]:
-    overlap, cap, workers = setting.split("/")
-    return int(overlap), 10**9 if cap == "-" else int(cap), int(workers)
+def parse(setting: str) -> tuple[int, int, int, int]:
+    overlap, cap, workers, *context = setting.split("/")
+    return (int(overlap), 10**9 if cap == "-" else int(cap), int(workers),
+            int(context[0]) if context else 8192)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("settings", nargs="*", default=list(SETTINGS), help="OVERLAP/CAP/WORKERS")
+    ap.add_argument("settings", nargs="*", default=list(SETTINGS), help="OVERLAP/CAP/WORKERS[/CONTEXT]")
     ap.add_argument("--bases", type=int, default=250_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--data-root", default=None)
@@ -64,11 +68,11 @@ def main(argv=None) -> None:
     out = {}
     for _ in range(a.reps):
         for name in a.settings:
-            overlap, cap, workers = parse(name)
+            overlap, cap, workers, context = parse(name)
             annotation.CPU_BASES_PER_CALL = cap
             r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-            out[name] = annotation.predict_probs(backbone, head, ids, overlap=overlap,
-                                                 batch_size=4, workers=workers)
+            out[name] = annotation.predict_probs(backbone, head, ids, context=context,
+                                                 overlap=overlap, batch_size=4, workers=workers)
             wall = time.perf_counter() - t0
             r1 = resource.getrusage(resource.RUSAGE_SELF)
             cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime

@@ -30,7 +30,8 @@ def annotate(
     model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a checkpoint "
                               "directory, or 'none' (sequence-only decoding)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    context: int = typer.Option(8192, "--context", help="Bases per model window."),
+    context: int = typer.Option(8192, "--context", help="Tokens the model reads per window: BOS + "
+                                 "(context - 1) bases; a multiple of 128 (the attention block) is fastest."),
     overlap: int = typer.Option(256, "--overlap", help="Bases shared by neighbouring windows."),
     batch_size: int = typer.Option(4, "--batch-size", help="Windows per model call."),
     mode: str = typer.Option("prokaryote", "--mode", help="prokaryote (genes without introns, "

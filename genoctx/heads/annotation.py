@@ -45,15 +45,25 @@ class AnnotationHead(nn.Module):
         self.out = nn.Linear(cfg.hidden, cfg.num_classes)
         self.register_buffer("rc_perm", torch.tensor(RC_PERMUTATION), persistent=False)
 
-    def _score(self, e_BTE: torch.Tensor) -> torch.Tensor:
-        h = self.conv(self.norm(e_BTE).transpose(1, 2)).transpose(1, 2)
+    def _score(self, u_BTE: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        h = F.conv1d(u_BTE.transpose(1, 2), weight, self.conv.bias,
+                     padding=self.cfg.kernel_size // 2).transpose(1, 2)
         return self.out(F.gelu(h))
 
     def forward(self, e_BTE: torch.Tensor) -> torch.Tensor:
-        half = e_BTE.shape[-1] // 2
-        e_rc = torch.cat([e_BTE[..., half:], e_BTE[..., :half]], -1).flip(1)  # what rc(x) embeds to
-        logits_rc = self._score(e_rc).flip(1)[..., self.rc_perm]
-        return 0.5 * (self._score(e_BTE) + logits_rc)
+        # The reverse complement's view of the embedding is never built: rc(x) embeds to
+        # e' = flip_T(swap_halves(e)). LayerNorm commutes with both, a conv over a flipped
+        # input is the flipped conv with the kernel reversed, and the swap moves into the
+        # conv's input channels, so flip_T(score(e')) = out(gelu(conv_{W'}(u'))) with
+        # u' = ẑ · swap(γ) + swap(β), ẑ the affine-free normalisation of e and W' the conv
+        # weight with its input halves swapped and its kernel reversed.
+        E = e_BTE.shape[-1]
+        swap = torch.cat([torch.arange(E // 2, E), torch.arange(E // 2)]).to(e_BTE.device)
+        z = F.layer_norm(e_BTE, (E,), eps=self.norm.eps)
+        gamma, beta, w = self.norm.weight, self.norm.bias, self.conv.weight
+        logits = self._score(torch.addcmul(beta, z, gamma), w)
+        logits_rc = self._score(torch.addcmul(beta[swap], z, gamma[swap]), w[:, swap].flip(-1))
+        return 0.5 * (logits + logits_rc[..., self.rc_perm])
 
 
 def labels_from_tracks(tracks) -> np.ndarray:
@@ -149,9 +159,12 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
                   workers: int | None = None) -> np.ndarray:
     """Per-base class probabilities ``[L, NUM_CLASSES]`` (float32) for one contig.
 
-    The contig is cut into windows of ``context`` bases overlapping by ``overlap``; each base
-    takes its probabilities from the window in which it lies farthest from an edge, so every
-    base keeps at least ``overlap // 2`` bases of context on both sides (except at contig ends).
+    ``context`` is what the backbone reads per window: BOS and ``context - 1`` bases, so the
+    default 8,192 tokens fill 64 whole attention blocks (block-aligned inputs skip the padded
+    copies of partial blocks). The contig is cut into windows of ``context - 1`` bases
+    overlapping by ``overlap``; each base takes its probabilities from the window in which it
+    lies farthest from an edge, so every base keeps at least ``overlap // 2`` bases of context
+    on both sides (except at contig ends).
 
     On CPU, ``workers`` threads (default: torch's intra-op thread count, at most
     :data:`CPU_WORKERS`) run whole model calls side by side (:mod:`genoctx.model.workers`), and
@@ -163,9 +176,11 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     from genoctx.tokenize.windows import Stitcher
 
     L = len(ids)
-    context = min(context, L)
-    overlap = min(overlap, context - 1) if context < L else 0
-    stitcher = Stitcher(L, context, overlap)
+    if context < 2:
+        raise ValueError(f"context must be at least 2 tokens (BOS and one base), got {context}")
+    window = min(context - 1, L)  # bases; the backbone adds BOS
+    overlap = min(overlap, window - 1) if window < L else 0
+    stitcher = Stitcher(L, window, overlap)
     spans = stitcher.windows
     device = backbone.device
     cpu = device.type == "cpu"
@@ -173,7 +188,7 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
         workers = min(torch.get_num_threads(), CPU_WORKERS)
     workers = max(1, workers) if cpu else 1  # a GPU takes the windows in batches instead
     if cpu:
-        batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // (context * workers)))
+        batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // (window * workers)))
     groups, i = [], 0
     while i < len(spans):  # consecutive windows of equal length, at most batch_size of them
         j = i

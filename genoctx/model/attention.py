@@ -96,7 +96,7 @@ def local_attn_blocked(q, k, v, *, block_size, causal=True, extra_blocks=None, s
     q_r, k_r, v_r = (_rows(t, BS).flatten(0, 1) for t in (q, k, v))  # [B·H·NB, BS, D]
     groups = _causal_groups(B * H, NB, extra_blocks, q.device)
     tail = torch.full((BS, BS), float("-inf"), device=q.device).triu(1)
-    outs, order = [], []
+    out = q_r.new_empty(q_r.shape[0], BS, v_r.shape[-1])
     for rows, kidx in groups:
         m = kidx.shape[1]  # key blocks: [extras..., i-1, i], or just [i] for block 0
         mask = q_r.new_zeros(BS, m * BS)
@@ -105,14 +105,8 @@ def local_attn_blocked(q, k, v, *, block_size, causal=True, extra_blocks=None, s
                                            _take(k_r, kidx).flatten(1, 2)[:, None],
                                            _take(v_r, kidx).flatten(1, 2)[:, None],
                                            attn_mask=mask, scale=scale)
-        outs.append(o[:, 0])
-        order.append(rows)
-    # Groups interleave rows; one gather by the inverse permutation puts them back in place.
-    order = torch.cat(order)
-    inverse = torch.empty_like(order)
-    inverse[order] = torch.arange(order.numel(), device=q.device)
-    out = _take(torch.cat(outs), inverse).view(B * H, NB, BS, -1)
-    return _unrows(out, B, T).to(q.dtype)
+        out.index_copy_(0, rows, o[:, 0])  # the groups partition the rows
+    return _unrows(out.view(B * H, NB, BS, -1), B, T).to(q.dtype)
 
 
 def _causal_groups(BH: int, NB: int, extra_blocks,
@@ -172,6 +166,14 @@ def _local_attn_bidir(q, k, v, *, block_size, extra_blocks, scale):
     return _unrows(o.view(B * H, NB, BS, -1), B, T).to(q.dtype)
 
 
+def _phi(x: torch.Tensor) -> torch.Tensor:
+    """``feature_map`` (elu(x) + 1) as ``max(x, 0) + exp(min(x, 0))``: the same function, equal
+    up to float rounding, and faster on CPU than ``elu`` (which goes through expm1)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return feature_map(x)
+    return x.clamp(min=0).add_(x.clamp(max=0).exp_())
+
+
 def linear_attn_chunked(q, k, v, *, causal=True, initial_state=None, output_final_state=False,
                         chunk_size=64, eps=1e-6):
     """Same contract as ``linear_attn_reference``; the chunk recurrence is a cumulative sum.
@@ -184,8 +186,7 @@ def linear_attn_chunked(q, k, v, *, causal=True, initial_state=None, output_fina
                                      output_final_state=output_final_state, eps=eps)
     B, T, H, D = q.shape
     E = v.shape[-1]
-    fq, fk = feature_map(_rows(q, chunk_size)), _rows(k, chunk_size)  # [B·H, NC, C, D]
-    fk = feature_map(fk)
+    fq, fk = _phi(_rows(q, chunk_size)), _phi(_rows(k, chunk_size))  # [B·H, NC, C, D]
     vf = _rows(v, chunk_size)
     pad = fk.shape[1] * chunk_size - T
     if pad:  # φ(0) = 1: padded keys must not count

@@ -36,6 +36,31 @@ def test_reverse_complement_gives_reverse_complemented_classes(small_model, exam
     torch.testing.assert_close(mapped, fwd, atol=2e-4, rtol=1e-4)
 
 
+def test_head_equals_averaging_over_the_reverse_complements_view():
+    """The head never builds the reverse complement's view of the embedding; its output must
+    equal scoring that view with the head's own modules (norm → conv → GELU → linear)."""
+    torch.manual_seed(1)
+    head = AnnotationHead(AnnotationHeadConfig(in_dim=64, hidden=16, kernel_size=5)).eval()
+    with torch.no_grad():  # a non-trivial affine norm and bias, unlike the init
+        for p in (head.norm.weight, head.norm.bias, head.conv.bias):
+            p.copy_(torch.randn_like(p))
+    e = torch.randn(2, 37, 64, requires_grad=True)
+
+    def score(x):
+        return head.out(torch.nn.functional.gelu(
+            head.conv(head.norm(x).transpose(1, 2)).transpose(1, 2)))
+
+    e_rc = torch.cat([e[..., 32:], e[..., :32]], -1).flip(1)
+    want = 0.5 * (score(e) + score(e_rc).flip(1)[..., list(classes.RC_PERMUTATION)])
+    got = head(e)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    # and the same gradients, for training
+    g_got = torch.autograd.grad(got.square().sum(), [e, head.conv.weight, head.norm.weight])
+    g_want = torch.autograd.grad(want.square().sum(), [e, head.conv.weight, head.norm.weight])
+    for a, b in zip(g_got, g_want, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
 def test_labels_follow_the_genbank_cds(example_genbank):
     (name, seq), = read_sequences_genbank(example_genbank)
     tracks = label_tracks(read_features(example_genbank), {name: len(seq)})[name]
@@ -77,9 +102,11 @@ def test_stitched_windows_cover_every_base(small_model, example_fasta):
     assert p.shape == (3000, classes.NUM_CLASSES)
     assert sum(steps) == 3000 and all(n > 0 for n in steps)  # the bar ends at the contig length
     np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-5)
-    # a base deep inside a window sees the same context as in a pass over that window alone
-    single = predict_probs(backbone, head, ids[:1024], context=1024, overlap=0)
-    np.testing.assert_allclose(p[:896], single[:896], atol=1e-5)
+    # windows are context - 1 bases (the model adds BOS); a base deep inside the first window
+    # sees the same context as in a pass over that window alone
+    single = predict_probs(backbone, head, ids[:1023], context=1024, overlap=0)
+    assert single.shape == (1023, classes.NUM_CLASSES)
+    np.testing.assert_allclose(p[:894], single[:894], atol=1e-5)
 
 
 def test_cpu_calls_are_capped_in_bases(small_model, example_fasta, monkeypatch):
@@ -99,7 +126,9 @@ def test_cpu_calls_are_capped_in_bases(small_model, example_fasta, monkeypatch):
         sizes.clear()
         got = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8,
                             workers=workers)
-        assert max(s[0] * s[1] for s in sizes) == per_call and sum(s[0] for s in sizes) == 5
+        # windows of 1,023 bases (BOS makes 1,024 tokens): 2048 // 1023 = 2 per call
+        assert max(s[0] for s in sizes) == per_call // 1023 and sum(s[0] for s in sizes) == 5
+        assert max(s[0] * s[1] for s in sizes) <= per_call
         np.testing.assert_allclose(got, want, atol=1e-5)
         assert torch.get_num_threads() == threads  # restored after the worker threads
     # the same setting gives the same bytes on every run
