@@ -192,10 +192,11 @@ def main() -> None:
         "",
         ("Throughput is what the tiny model allows on these cores: each site costs one shared "
          "prefix and one suffix per allele (REF + ~2.9 ALTs) on each strand, so the cost grows "
-         "with the context. The machine was shared with other jobs (load ~5 on 2 cores) while "
-         "this ran, so wall times are upper bounds; under that load torch's default 2 intra-op "
-         "threads ran 3–10× slower than 1 thread (spinning threads competing with the other "
-         "jobs), hence `--threads 1`."),
+         "with the context. With two or more torch threads the scoring batches run in worker "
+         "threads of one core each (`genoctx.heads.variant.job_sums`). The shared cores' speed "
+         "drifts with other jobs, so wall times are upper bounds; on a busy machine (load ~5 on "
+         "2 cores) torch's 2 intra-op threads once ran 3–10× slower than 1 thread (spinning "
+         "threads competing with the other jobs): pass `--threads 1` there."),
     ])
     print(body)
     if not args.no_write:

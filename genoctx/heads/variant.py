@@ -40,6 +40,8 @@ from genoctx.tokenize import nucleotide as nt
 
 DEFAULT_CONTEXT = 1024
 DEFAULT_BATCH = 16
+# Most worker threads on CPU (each with torch threads / workers cores), as in annotation.
+CPU_WORKERS = 4
 
 
 class VariantHead(Protocol):
@@ -170,13 +172,20 @@ def _prefix_sums(model, jobs: list[list[np.ndarray]], P: int, batch_size: int) -
 
 
 def job_sums(model, jobs: list[list[np.ndarray]], *, batch_size: int = DEFAULT_BATCH,
-             share_prefix: bool = True) -> list[list[float]]:
+             share_prefix: bool = True, workers: int | None = None) -> list[list[float]]:
     """Log-likelihood sums of each job's rows, comparable within a job (ref first, then alts).
 
     Rows of one job differ only after their shared prefix; the terms before it are equal and
     left out when ``share_prefix`` (see the module docstring). Differences within a job are the
-    whole-window differences either way.
+    whole-window differences either way. On CPU, ``workers`` threads (default: torch's thread
+    count, at most :data:`CPU_WORKERS`) run the batches of jobs side by side
+    (:mod:`genoctx.model.workers`); sums move only by float rounding.
     """
+    from genoctx.model.workers import in_order
+
+    if workers is None:
+        workers = min(torch.get_num_threads(), CPU_WORKERS)
+    workers = max(1, workers) if model.device.type == "cpu" else 1
     block = model.config.block_size
     P = [_prefix_length(job, block) if share_prefix and len(job) > 1 else 0 for job in jobs]
     out: list[list[float]] = [[] for _ in jobs]
@@ -188,11 +197,17 @@ def job_sums(model, jobs: list[list[np.ndarray]], *, batch_size: int = DEFAULT_B
             out[j] = [0.0] * len(jobs[j])
         for (j, r), s in zip(flat, sums):
             out[j][r] = s
-    for p, members in _by_length((j for j, p in enumerate(P) if p), P.__getitem__):
-        for k in range(0, len(members), batch_size):
-            part = members[k:k + batch_size]
-            for j, sums in zip(part, _prefix_sums(model, [jobs[j] for j in part], p, batch_size)):
-                out[j] = sums
+    parts = [(p, members[k:k + batch_size])
+             for p, members in _by_length((j for j, p in enumerate(P) if p), P.__getitem__)
+             for k in range(0, len(members), batch_size)]
+
+    def run(item: tuple[int, list[int]]) -> list[list[float]]:
+        p, part = item
+        return _prefix_sums(model, [jobs[j] for j in part], p, batch_size)
+
+    for (_, part), results in zip(parts, in_order(run, parts, workers)):
+        for j, sums in zip(part, results):
+            out[j] = sums
     return out
 
 
@@ -221,7 +236,7 @@ class _Site:
 
 
 def _score_chunk(model, fasta, chunk: list[Variant], context: int, batch_size: int,
-                 share_prefix: bool) -> list[float | None]:
+                 share_prefix: bool, workers: int | None) -> list[float | None]:
     sites: OrderedDict[tuple, _Site] = OrderedDict()
     for i, v in enumerate(chunk):
         if not v.ref_ok:
@@ -234,7 +249,8 @@ def _score_chunk(model, fasta, chunk: list[Variant], context: int, batch_size: i
         alts = [a for _, a in site.members]
         jobs.append([site.ref_ids, *alts])
         jobs.append([nt.reverse_complement(x) for x in (site.ref_ids, *alts)])
-    sums = job_sums(model, jobs, batch_size=batch_size, share_prefix=share_prefix)
+    sums = job_sums(model, jobs, batch_size=batch_size, share_prefix=share_prefix,
+                    workers=workers)
     scores: list[float | None] = [None] * len(chunk)
     for n, site in enumerate(sites.values()):
         fwd, rc = sums[2 * n], sums[2 * n + 1]
@@ -258,8 +274,8 @@ def _chunks(variants: Iterable[Variant], size: int) -> Iterator[list[Variant]]:
 
 def score_variants(model, fasta, variants: Iterable[Variant], *, context: int = DEFAULT_CONTEXT,
                    batch_size: int = DEFAULT_BATCH, device: str | None = None,
-                   progress: Callable[[int], None] | None = None, share_prefix: bool = True
-                   ) -> Iterator[tuple[Variant, float | None]]:
+                   progress: Callable[[int], None] | None = None, share_prefix: bool = True,
+                   workers: int | None = None) -> Iterator[tuple[Variant, float | None]]:
     """Stream ``(variant, GCX_DLL)`` in input order; None for variants with ``ref_ok`` False.
 
     Args:
@@ -273,6 +289,8 @@ def score_variants(model, fasta, variants: Iterable[Variant], *, context: int = 
         progress: called with the number of variants finished.
         share_prefix: run the shared prefix once (False: every window whole; same scores up to
             float rounding, slower; for checks and benchmarks).
+        workers: CPU worker threads for the model calls (None: torch's thread count, at most
+            :data:`CPU_WORKERS`; see :func:`job_sums`).
     """
     _check_model(model)
     if context < 1 or batch_size < 1:
@@ -282,6 +300,6 @@ def score_variants(model, fasta, variants: Iterable[Variant], *, context: int = 
         model.to(device)
     for chunk in _chunks(variants, max(64, 8 * batch_size)):
         yield from zip(chunk, _score_chunk(model, fasta, chunk, context, batch_size,
-                                           share_prefix))
+                                           share_prefix, workers))
         if progress:
             progress(len(chunk))

@@ -100,10 +100,18 @@ def test_shared_prefix_equals_full_windows(model, fasta):
                 for b in "ACGT" if b != seq[pos].upper()]
         jobs += [[ref_ids, *alts], [nt.reverse_complement(x) for x in (ref_ids, *alts)]]
     assert _prefix_length(jobs[0], model.config.block_size) == 128  # the path under test
-    shared = job_sums(model, jobs, batch_size=4)
+    shared = job_sums(model, jobs, batch_size=4, workers=1)
     full = job_sums(model, jobs, batch_size=5, share_prefix=False)
     for s, f in zip(shared, full):
         assert np.allclose(np.subtract(s[1:], s[0]), np.subtract(f[1:], f[0]), atol=2e-3)
+    # worker threads (CPU) run the batches side by side: same sums up to rounding, in order,
+    # the same bytes on every run, and torch's thread count restored
+    threads = torch.get_num_threads()
+    two = job_sums(model, jobs, batch_size=2, workers=2)
+    for s, t in zip(shared, two, strict=True):
+        assert np.allclose(s, t, rtol=1e-6, atol=1e-3)
+    assert job_sums(model, jobs, batch_size=2, workers=2) == two
+    assert torch.get_num_threads() == threads
 
 
 def test_score_variants_streams_in_order_with_none_for_bad_ref(model, fasta):
