@@ -149,6 +149,10 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
 # per call that cost 1.2–2.2 M minor page faults and 2.6–3.0 s of system time per 250 kb
 # (benchmarks/annotate_settings.py, setting 1024/-/1).
 CPU_BASES_PER_CALL = 16_384
+# Bumped whenever predict_probs gives other probabilities for the same arguments and weights;
+# caches of its output (the eval harness) include it in their keys. 2: windows of context - 1
+# bases (BOS + window = context tokens).
+PROBS_VERSION = 2
 # Most worker threads predict_probs runs on CPU (each with torch threads / workers cores;
 # measured at 2 only).
 CPU_WORKERS = 4

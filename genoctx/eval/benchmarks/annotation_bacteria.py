@@ -60,6 +60,21 @@ def prodigal_calls(records: list[tuple[str, bytes]]) -> list[GeneCall]:
             for cid, s in records for g in finder.find_genes(s)]
 
 
+def _probs_key(directory: Path) -> str:
+    """Cache key of the head's probabilities: backbone and head sha256, windows, and
+    ``predict_probs``' version (its output for the same arguments changed with it)."""
+    import hashlib
+
+    from genoctx.heads.annotation import HEAD_WEIGHTS, PROBS_VERSION
+    from genoctx.io.dataroot import sha256_file
+    from genoctx.model import checkpoint
+
+    head = directory / HEAD_WEIGHTS
+    parts = [checkpoint.verify_digest(directory), sha256_file(head) if head.is_file() else "",
+             str(CONTEXT), str(OVERLAP), str(PROBS_VERSION)]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
 def model_probs(ctx: BenchContext, records, cache: Path) -> dict[str, np.ndarray]:
     """Per-base class probabilities [L, 17] of every record, float16, cached by model sha256."""
     from genoctx.heads.annotation import load_annotation_model, predict_probs
@@ -149,7 +164,7 @@ def run(ctx: BenchContext) -> BenchResult:
         f32 = None
         if ctx.model is not None:
             directory = checkpoint.resolve_checkpoint(ctx.model)
-            digest = checkpoint.verify_digest(directory)[:16]
+            digest = _probs_key(directory)
             tag = "quick" if ctx.quick else "full"
             probs = model_probs(ctx, records, out_dir / f"{name}.{digest}.{tag}.probs.npz")
             f32 = {c: p.astype(np.float32) for c, p in probs.items()}

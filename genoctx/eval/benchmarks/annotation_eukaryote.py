@@ -196,9 +196,11 @@ def model_probs(ds: Dataset, ctx: BenchContext, *, context: int = 8192,
     """Head probabilities per record (float16-rounded, as float32) and whether the cache hit."""
     from genoctx.io.atomic import atomic_path
 
+    from genoctx.heads.annotation import PROBS_VERSION
+
     shape = [(c, len(s)) for c, s in ds.records]
-    key = hashlib.sha256(f"{_model_key(ctx.model)}|{ds.sha}|{shape}|{context}|{overlap}"
-                         .encode()).hexdigest()[:20]
+    key = hashlib.sha256(f"{_model_key(ctx.model)}|{ds.sha}|{shape}|{context}|{overlap}|"
+                         f"{PROBS_VERSION}".encode()).hexdigest()[:20]
     cache = ctx.bench_dir(NAME) / f"probs_{ds.name}_{key}.npz"
     if cache.is_file():
         with np.load(cache) as data:
