@@ -50,8 +50,9 @@ def annotate(
     bad = [f for f in chosen if f not in FORMATS]
     if bad or not chosen:
         raise InputError(f"unknown format(s) {', '.join(bad) or '(none)'}; choose from {', '.join(FORMATS)}")
-    if context < 256 or not 0 <= overlap < context:
-        raise InputError("--context must be at least 256 and --overlap in [0, context)")
+    if context < 256 or not 0 <= overlap < context - 1:
+        raise InputError("--context must be at least 256 and --overlap in [0, context - 1) "
+                         "(a window holds context - 1 bases after BOS)")
     targets = resolve_targets(FastaFile(input), region, regions)
     prefix = out if out is not None else Path(input.name.split(".")[0])
     result = annotate_fasta(input, targets, model=None if model == "none" else model,

@@ -99,6 +99,8 @@ def test_region_coordinates_stay_on_the_contig(example_fasta, tmp_path, cli):
     (["{fa}", "--formats", "gtf"], "unknown format"),
     (["{fa}", "--region", "nope:1-10"], "nope"),
     (["{fa}", "--model", "{tmp}/no_such_model"], "not found"),
+    (["{fa}", "--context", "100"], "--context must be at least 256"),
+    (["{fa}", "--context", "1024", "--overlap", "1023"], "context - 1"),
 ])
 def test_bad_input_fails_cleanly(args, message, example_fasta, tmp_path, cli):
     argv = ["annotate"] + [a.format(fa=example_fasta, tmp=tmp_path) for a in args]
