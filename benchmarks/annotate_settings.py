@@ -3,13 +3,16 @@
 The shared CPU cores of a small machine vary by ±30% within minutes, so settings are only
 compared when their runs alternate. ``predict_probs`` (what ``genoctx annotate`` runs for the
 probability tracks) is timed on the first ``--bases`` of E. coli K-12 (train role) with the
-embedded checkpoint and ``batch_size=4``. A setting is ``OVERLAP/CAP/WORKERS[/CONTEXT]``:
-window overlap, bases per model call on CPU (``-``: no cap), worker threads and the tokens the
-model reads per window (BOS + ``CONTEXT - 1`` bases; default 8,192). The defaults compare
+embedded checkpoint and ``batch_size=4``. A setting is ``OVERLAP/CAP/WORKERS[/CONTEXT[/ROWS]]``:
+window overlap, bases per model call on CPU (``-``: no cap), worker threads, the tokens the
+model reads per window (BOS + ``CONTEXT - 1`` bases; default 8,192) and the query blocks per
+SDPA call of local attention on CPU (``attention.CPU_ROWS_PER_CALL``; ``-``: whole groups;
+default 32). The defaults compare
 
-* ``256/16384/2/8193``: windows of 8,192 bases, i.e. 8,193 tokens with BOS, as before windows
-  were block-aligned;
-* ``256/16384/2``: the default now (8,191 bases + BOS = 64 whole attention blocks).
+* ``256/16384/2/8193/-``: windows of 8,192 bases, i.e. 8,193 tokens with BOS, as before windows
+  were block-aligned, and whole groups per SDPA call, as before;
+* ``256/16384/2/8192/-``: block-aligned windows;
+* ``256/16384/2``: the default now (aligned windows, 32 query blocks per SDPA call).
 
 Older comparisons: ``1024/-/1`` (the settings before the overlap, cap and worker changes) against
 ``256/16384/1`` and ``256/16384/2``; those ran when ``predict_probs`` still cut windows of
@@ -40,20 +43,22 @@ import torch
 from genoctx.heads import annotation
 from genoctx.io.annotation import read_sequences_genbank
 from genoctx.io.dataroot import resolve_data_root
+from genoctx.model import attention
 from genoctx.tokenize import nucleotide as nt
 
-SETTINGS = ("256/16384/2/8193", "256/16384/2")
+SETTINGS = ("256/16384/2/8193/-", "256/16384/2/8192/-", "256/16384/2")
 
 
-def parse(setting: str) -> tuple[int, int, int, int]:
-    overlap, cap, workers, *context = setting.split("/")
-    return (int(overlap), 10**9 if cap == "-" else int(cap), int(workers),
-            int(context[0]) if context else 8192)
+def parse(setting: str) -> tuple[int, int, int, int, int]:
+    overlap, cap, workers, *rest = setting.split("/")
+    context = int(rest[0]) if rest else 8192
+    rows = 10**9 if len(rest) > 1 and rest[1] == "-" else int(rest[1]) if len(rest) > 1 else 32
+    return int(overlap), 10**9 if cap == "-" else int(cap), int(workers), context, rows
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("settings", nargs="*", default=list(SETTINGS), help="OVERLAP/CAP/WORKERS[/CONTEXT]")
+    ap.add_argument("settings", nargs="*", default=list(SETTINGS), help="OVERLAP/CAP/WORKERS[/CONTEXT[/ROWS]]")
     ap.add_argument("--bases", type=int, default=250_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--data-root", default=None)
@@ -68,8 +73,9 @@ def main(argv=None) -> None:
     out = {}
     for _ in range(a.reps):
         for name in a.settings:
-            overlap, cap, workers, context = parse(name)
+            overlap, cap, workers, context, rows = parse(name)
             annotation.CPU_BASES_PER_CALL = cap
+            attention.CPU_ROWS_PER_CALL = rows
             r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             out[name] = annotation.predict_probs(backbone, head, ids, context=context,
                                                  overlap=overlap, batch_size=4, workers=workers)

@@ -67,7 +67,7 @@ def test_linear_reference_state_continues_a_sequence():
 
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("T, BS, K", [(1, 16, 2), (100, 16, 3), (128, 32, 2), (300, 32, 0),
-                                      (257, 64, 4)])
+                                      (257, 64, 4), (600, 8, 2)])  # last: groups > CPU_ROWS_PER_CALL
 def test_local_blocked_matches_reference(causal, T, BS, K):
     q, k, v = _qkv(2, T, 3, 8, seed=T)
     NB = -(-T // BS)
