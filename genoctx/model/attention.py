@@ -83,8 +83,8 @@ def _take(x_R: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
 # Query blocks per SDPA call in causal local attention on CPU. Gathering the key and value
 # blocks of a whole group at once made 32-MB copies (over glibc's mmap threshold: fresh pages,
 # each zeroed on first touch) that also fell out of cache; 32 rows keep each call's gathers at
-# 0.5–2 MB. A one-off microbenchmark at the embedded model's shapes (four strands × 8,192
-# tokens, two heads of 32) took the op from 96 to 64 ms (median of 5).
+# 0.5–2 MB. The embedded model's annotate pass took 7% less
+# (`python benchmarks/annotate_settings.py`, settings 256/16384/2/8192/- against 256/16384/2).
 CPU_ROWS_PER_CALL = 32
 
 
@@ -109,7 +109,7 @@ def local_attn_blocked(q, k, v, *, block_size, causal=True, extra_blocks=None, s
         m = kidx.shape[1]  # key blocks: [extras..., i-1, i], or just [i] for block 0
         mask = q_r.new_zeros(BS, m * BS)
         mask[:, (m - 1) * BS:] = tail
-        step = CPU_ROWS_PER_CALL if q.device.type == "cpu" else rows.numel()
+        step = max(1, CPU_ROWS_PER_CALL if q.device.type == "cpu" else rows.numel())
         for s in range(0, rows.numel(), step):
             r, kr = rows[s:s + step], kidx[s:s + step]
             o = F.scaled_dot_product_attention(_take(q_r, r)[:, None],

@@ -194,9 +194,8 @@ def _model_key(model: str) -> str:
 def model_probs(ds: Dataset, ctx: BenchContext, *, context: int = 8192,
                 overlap: int = 1024) -> tuple[dict[str, np.ndarray], bool]:
     """Head probabilities per record (float16-rounded, as float32) and whether the cache hit."""
-    from genoctx.io.atomic import atomic_path
-
     from genoctx.heads.annotation import PROBS_VERSION
+    from genoctx.io.atomic import atomic_path
 
     shape = [(c, len(s)) for c, s in ds.records]
     key = hashlib.sha256(f"{_model_key(ctx.model)}|{ds.sha}|{shape}|{context}|{overlap}|"
