@@ -58,11 +58,12 @@ class AnnotationHead(nn.Module):
         # u' = ẑ · swap(γ) + swap(β), ẑ the affine-free normalisation of e and W' the conv
         # weight with its input halves swapped and its kernel reversed.
         E = e_BTE.shape[-1]
-        swap = torch.cat([torch.arange(E // 2, E), torch.arange(E // 2)]).to(e_BTE.device)
         z = F.layer_norm(e_BTE, (E,), eps=self.norm.eps)
         gamma, beta, w = self.norm.weight, self.norm.bias, self.conv.weight
         logits = self._score(torch.addcmul(beta, z, gamma), w)
-        logits_rc = self._score(torch.addcmul(beta[swap], z, gamma[swap]), w[:, swap].flip(-1))
+        # rolling by half the channels swaps the two strands' halves
+        logits_rc = self._score(torch.addcmul(beta.roll(E // 2), z, gamma.roll(E // 2)),
+                                w.roll(E // 2, dims=1).flip(-1))
         return 0.5 * (logits + logits_rc[..., self.rc_perm])
 
 
@@ -149,13 +150,24 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
 # per call that cost 1.2–2.2 M minor page faults and 2.6–3.0 s of system time per 250 kb
 # (benchmarks/annotate_settings.py, setting 1024/-/1).
 CPU_BASES_PER_CALL = 16_384
-# Bumped whenever predict_probs gives other probabilities for the same arguments and weights;
-# caches of its output (the eval harness) include it in their keys. 2: windows of context - 1
-# bases (BOS + window = context tokens).
+# Bumped whenever predict_probs gives other probabilities for the same arguments and weights
+# (2: windows of context - 1 bases, BOS + window = context tokens); see probs_cache_key.
 PROBS_VERSION = 2
-# Most worker threads predict_probs runs on CPU (each with torch threads / workers cores;
-# measured at 2 only).
-CPU_WORKERS = 4
+
+
+def probs_cache_key(path_or_name, *settings) -> str:
+    """Key for caching :func:`predict_probs` output: the backbone's and the head's sha256,
+    :data:`PROBS_VERSION` and the caller's ``settings`` (window sizes, data digests...)."""
+    import hashlib
+
+    from genoctx.io.dataroot import sha256_file
+    from genoctx.model import checkpoint
+
+    directory = checkpoint.resolve_checkpoint(path_or_name)
+    head = directory / HEAD_WEIGHTS
+    parts = [checkpoint.verify_digest(directory), sha256_file(head) if head.is_file() else "",
+             str(PROBS_VERSION), *map(str, settings)]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
 def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: int = 8192,
@@ -170,13 +182,13 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     lies farthest from an edge, so every base keeps at least ``overlap // 2`` bases of context
     on both sides (except at contig ends).
 
-    On CPU, ``workers`` threads (default: torch's intra-op thread count, at most
-    :data:`CPU_WORKERS`) run whole model calls side by side (:mod:`genoctx.model.workers`), and
+    On CPU, ``workers`` threads (default: :func:`genoctx.model.workers.cpu_workers`) run whole
+    model calls side by side (:mod:`genoctx.model.workers`), and
     all calls in flight together take at most :data:`CPU_BASES_PER_CALL` bases (fewer windows
     than ``batch_size`` when they are long). Batching and threading move results only by float
     rounding; a given setting gives the same bytes on every run.
     """
-    from genoctx.model.workers import in_order
+    from genoctx.model.workers import cpu_workers, in_order
     from genoctx.tokenize.windows import Stitcher
 
     L = len(ids)
@@ -188,9 +200,7 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     spans = stitcher.windows
     device = backbone.device
     cpu = device.type == "cpu"
-    if workers is None:
-        workers = min(torch.get_num_threads(), CPU_WORKERS)
-    workers = max(1, workers) if cpu else 1  # a GPU takes the windows in batches instead
+    workers = cpu_workers(device, workers)  # 1 on a GPU: it takes the windows in batches
     if cpu:
         batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // (window * workers)))
     groups, i = [], 0

@@ -40,8 +40,6 @@ from genoctx.tokenize import nucleotide as nt
 
 DEFAULT_CONTEXT = 1024
 DEFAULT_BATCH = 16
-# Most worker threads on CPU (each with torch threads / workers cores), as in annotation.
-CPU_WORKERS = 4
 
 
 class VariantHead(Protocol):
@@ -177,15 +175,13 @@ def job_sums(model, jobs: list[list[np.ndarray]], *, batch_size: int = DEFAULT_B
 
     Rows of one job differ only after their shared prefix; the terms before it are equal and
     left out when ``share_prefix`` (see the module docstring). Differences within a job are the
-    whole-window differences either way. On CPU, ``workers`` threads (default: torch's thread
-    count, at most :data:`CPU_WORKERS`) run the batches of jobs side by side
-    (:mod:`genoctx.model.workers`); sums move only by float rounding.
+    whole-window differences either way. On CPU, ``workers`` threads (default:
+    :func:`genoctx.model.workers.cpu_workers`) run the batches of jobs side by side; sums move
+    only by float rounding.
     """
-    from genoctx.model.workers import in_order
+    from genoctx.model.workers import cpu_workers, in_order
 
-    if workers is None:
-        workers = min(torch.get_num_threads(), CPU_WORKERS)
-    workers = max(1, workers) if model.device.type == "cpu" else 1
+    workers = cpu_workers(model.device, workers)
     block = model.config.block_size
     P = [_prefix_length(job, block) if share_prefix and len(job) > 1 else 0 for job in jobs]
     out: list[list[float]] = [[] for _ in jobs]
@@ -289,8 +285,8 @@ def score_variants(model, fasta, variants: Iterable[Variant], *, context: int = 
         progress: called with the number of variants finished.
         share_prefix: run the shared prefix once (False: every window whole; same scores up to
             float rounding, slower; for checks and benchmarks).
-        workers: CPU worker threads for the model calls (None: torch's thread count, at most
-            :data:`CPU_WORKERS`; see :func:`job_sums`).
+        workers: CPU worker threads for the model calls (None: the default of
+            :func:`genoctx.model.workers.cpu_workers`; see :func:`job_sums`).
     """
     _check_model(model)
     if context < 1 or batch_size < 1:

@@ -19,6 +19,17 @@ import torch
 T = TypeVar("T")
 R = TypeVar("R")
 
+# Most worker threads by default (each gets torch threads / workers cores); measured at 2 only.
+MAX_CPU_WORKERS = 4
+
+
+def cpu_workers(device, workers: int | None = None) -> int:
+    """Worker threads for model calls on ``device``: ``workers`` (default: torch's thread
+    count, at most :data:`MAX_CPU_WORKERS`) on CPU, and 1 elsewhere (a GPU batches instead)."""
+    if torch.device(device).type != "cpu":
+        return 1
+    return max(1, min(torch.get_num_threads(), MAX_CPU_WORKERS) if workers is None else workers)
+
 
 def in_order(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """``fn(item)`` for each item, yielded in order.

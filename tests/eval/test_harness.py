@@ -170,26 +170,27 @@ def test_model_on_truth_mode(tmp_path, cli, example_genbank, example_fasta):
     assert (tmp_path / "model-on-truth" / "tracks.png").is_file()
 
 
-def test_bacteria_probs_cache_key_follows_weights_and_windows(tmp_path, monkeypatch):
-    """The cached head probabilities are keyed by backbone and head sha256 and by
-    predict_probs' version, so a new head or new window semantics never reads a stale cache."""
+def test_probs_cache_key_follows_weights_and_windows(tmp_path, monkeypatch):
+    """The eval harness keys its cached head probabilities by backbone and head sha256, by
+    predict_probs' version and by the window settings, so a new head or new window semantics
+    never reads a stale cache."""
     import shutil
 
     import torch
 
-    from genoctx.eval.benchmarks import annotation_bacteria as bact
     from genoctx.heads import annotation
     from genoctx.model import checkpoint
 
     ckpt = tmp_path / "ckpt"
     shutil.copytree(checkpoint.resolve_checkpoint("embedded"), ckpt)
-    key = bact._probs_key(ckpt)
-    assert bact._probs_key(ckpt) == key
+    key = annotation.probs_cache_key(ckpt, 8192, 1024)
+    assert annotation.probs_cache_key(ckpt, 8192, 1024) == key
+    assert annotation.probs_cache_key(ckpt, 8192, 256) != key
     monkeypatch.setattr(annotation, "PROBS_VERSION", annotation.PROBS_VERSION + 1)
-    assert bact._probs_key(ckpt) != key
+    assert annotation.probs_cache_key(ckpt, 8192, 1024) != key
     monkeypatch.undo()
     backbone, head = annotation.load_annotation_model(ckpt)
     with torch.no_grad():
         head.out.bias.add_(1.0)
     annotation.save_annotation_model(ckpt, backbone, head)
-    assert bact._probs_key(ckpt) != key
+    assert annotation.probs_cache_key(ckpt, 8192, 1024) != key

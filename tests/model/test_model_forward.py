@@ -156,3 +156,15 @@ def test_routing_stats_after_forward():
     stats = model.routing_stats()
     assert len(stats) == 2
     assert all(sum(s["tokens_per_expert"]) == 300 * 2 and s["dropped"] == 0 for s in stats)
+
+
+def test_cpu_workers_default_and_devices():
+    """One default for every worker-thread user: torch's threads on CPU, at most
+    MAX_CPU_WORKERS, an explicit count kept, and 1 on other devices."""
+    from genoctx.model.workers import MAX_CPU_WORKERS, cpu_workers
+
+    threads = torch.get_num_threads()
+    assert cpu_workers("cpu") == max(1, min(threads, MAX_CPU_WORKERS))
+    assert cpu_workers(torch.device("cpu"), 3) == 3
+    assert cpu_workers("cpu", 0) == 1
+    assert cpu_workers("meta", 3) == 1

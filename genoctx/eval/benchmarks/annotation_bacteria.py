@@ -25,6 +25,7 @@ import numpy as np
 from genoctx.eval.harness import BenchContext, BenchResult, Row, main_module_entry, savefig
 from genoctx.eval.metrics import binary_scores, confusion_matrix, gene_metrics, per_class_f1
 from genoctx.heads.annotate import call_bacterial
+from genoctx.heads.annotation import probs_cache_key
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, CLASSES, NUM_CLASSES
 from genoctx.heads.decoder import GeneCall
 from genoctx.io.annotation import label_tracks, read_features, read_genes, read_sequences_genbank
@@ -58,21 +59,6 @@ def prodigal_calls(records: list[tuple[str, bytes]]) -> list[GeneCall]:
     return [GeneCall(cid, g.begin - 1, g.end, g.strand, g.confidence() / 100.0, g.start_type,
                      (bool(g.partial_begin), bool(g.partial_end)))
             for cid, s in records for g in finder.find_genes(s)]
-
-
-def _probs_key(directory: Path) -> str:
-    """Cache key of the head's probabilities: backbone and head sha256, windows, and
-    ``predict_probs``' version (its output for the same arguments changed with it)."""
-    import hashlib
-
-    from genoctx.heads.annotation import HEAD_WEIGHTS, PROBS_VERSION
-    from genoctx.io.dataroot import sha256_file
-    from genoctx.model import checkpoint
-
-    head = directory / HEAD_WEIGHTS
-    parts = [checkpoint.verify_digest(directory), sha256_file(head) if head.is_file() else "",
-             str(CONTEXT), str(OVERLAP), str(PROBS_VERSION)]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 def model_probs(ctx: BenchContext, records, cache: Path) -> dict[str, np.ndarray]:
@@ -164,7 +150,7 @@ def run(ctx: BenchContext) -> BenchResult:
         f32 = None
         if ctx.model is not None:
             directory = checkpoint.resolve_checkpoint(ctx.model)
-            digest = _probs_key(directory)
+            digest = probs_cache_key(directory, CONTEXT, OVERLAP)[:16]
             tag = "quick" if ctx.quick else "full"
             probs = model_probs(ctx, records, out_dir / f"{name}.{digest}.{tag}.probs.npz")
             f32 = {c: p.astype(np.float32) for c, p in probs.items()}

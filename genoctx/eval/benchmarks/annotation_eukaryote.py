@@ -40,7 +40,6 @@ Run: ``python -m genoctx.eval.benchmarks.annotation_eukaryote --out results/eval
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 import tarfile
 import tempfile
@@ -182,24 +181,14 @@ def load_smallgenes(ctx: BenchContext) -> Dataset:
 
 # ----------------------------------------------------------------------------- probabilities
 
-def _model_key(model: str) -> str:
-    from genoctx.io.dataroot import sha256_file
-    from genoctx.model.checkpoint import resolve_checkpoint, verify_digest
-
-    directory = resolve_checkpoint(model)
-    head = directory / "head.safetensors"
-    return verify_digest(directory) + (sha256_file(head) if head.is_file() else "")
-
-
 def model_probs(ds: Dataset, ctx: BenchContext, *, context: int = 8192,
                 overlap: int = 1024) -> tuple[dict[str, np.ndarray], bool]:
     """Head probabilities per record (float16-rounded, as float32) and whether the cache hit."""
-    from genoctx.heads.annotation import PROBS_VERSION
+    from genoctx.heads.annotation import probs_cache_key
     from genoctx.io.atomic import atomic_path
 
     shape = [(c, len(s)) for c, s in ds.records]
-    key = hashlib.sha256(f"{_model_key(ctx.model)}|{ds.sha}|{shape}|{context}|{overlap}|"
-                         f"{PROBS_VERSION}".encode()).hexdigest()[:20]
+    key = probs_cache_key(ctx.model, ds.sha, shape, context, overlap)[:20]
     cache = ctx.bench_dir(NAME) / f"probs_{ds.name}_{key}.npz"
     if cache.is_file():
         with np.load(cache) as data:
