@@ -15,8 +15,9 @@ default 32). The defaults compare
 * ``256/16384/2``: the default now (aligned windows, 32 query blocks per SDPA call).
 
 Older comparisons: ``1024/-/1`` (the settings before the overlap, cap and worker changes) against
-``256/16384/1`` and ``256/16384/2``; those ran when ``predict_probs`` still cut windows of
-``CONTEXT`` bases, so their reruns now use one base less per window.
+``256/16384/1`` and ``256/16384/2``; those ran with windows of 8,192 bases and whole groups per
+SDPA call, so rerun them as ``1024/-/1/8193/-``, ``256/16384/1/8193/-`` and
+``256/16384/2/8193/-``.
 
 Prints wall seconds, process CPU seconds (user + system) and system seconds per run, the
 minor page faults, and how far each setting's probabilities are from the first one's.
