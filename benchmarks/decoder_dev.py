@@ -3,7 +3,9 @@
 For each train genome: sensitivity, precision, F1 and start agreement against the record's
 annotation (genoctx.eval.metrics.gene_metrics: match = contig + strand + stop), for
 ``call_genes_multi(records, None)`` and pyrodigal trained on the genome; then the means.
-Only train-role genomes are used, so the decoder can be tuned on this table.
+Only train-role genomes are used, so the decoder can be tuned on this table. The cross-genome
+ORF scorer (genoctx.heads.orf_scorer) was fitted on these genomes, so with it the table is
+in-sample; ``--no-scorer`` leaves it out (its held-out effect: decoder_orf_classifier.py).
 
 Run: ``python benchmarks/decoder_dev.py [--genomes NAME ...] [--cache DIR] [--data-root DIR]``
 (``--cache`` keeps Prodigal's calls between runs; they do not change). ``--calibrate`` also
@@ -31,7 +33,7 @@ import numpy as np
 
 from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
 from genoctx.eval.metrics import gene_metrics
-from genoctx.heads.decoder import call_genes_multi
+from genoctx.heads.decoder import DecoderParams, call_genes_multi
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.dataroot import load_manifest, resolve_data_root
 
@@ -58,6 +60,7 @@ def main(argv=None) -> None:
     ap.add_argument("--genomes", nargs="*", default=list(GENOMES))
     ap.add_argument("--cache", default=None, help="folder for Prodigal's calls (optional)")
     ap.add_argument("--calibrate", action="store_true", help="also fit the score calibration")
+    ap.add_argument("--no-scorer", action="store_true", help="leave out the ORF scorer")
     args = ap.parse_args(argv)
     root = resolve_data_root(args.data_root)
     manifest = load_manifest(root)
@@ -65,6 +68,7 @@ def main(argv=None) -> None:
     print("genome\ttool\tsens\tprec\tF1\tstart\tcalls\ttrue\tsec")
     sums = {t: dict.fromkeys(COLS, 0.0) for t in ("genoctx", "prodigal")}
     platt = []
+    params = DecoderParams(orf_scorer=not args.no_scorer)
     for name in args.genomes:
         rel = f"genomes/bacteria/{name}.gbff.gz"
         if manifest[rel].role != "train":
@@ -73,7 +77,7 @@ def main(argv=None) -> None:
         truth = read_genes(root / rel)
         for tool in ("genoctx", "prodigal"):
             t0 = time.process_time()
-            calls = (call_genes_multi(records, None) if tool == "genoctx"
+            calls = (call_genes_multi(records, None, params=params) if tool == "genoctx"
                      else prodigal_cached(name, records, cache))
             dt = time.process_time() - t0
             m = gene_metrics(calls, truth).as_dict()

@@ -13,6 +13,14 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
 * ``upstream=X`` — weight of upstream composition in start choice, as a share of the start
   weight (shipped: decoder.UPSTREAM_SHARE);
 * ``start_weight=X`` — the start weight (shipped: decoder.START_WEIGHT);
+* ``starts=N`` — best starts of each ORF that enter the dynamic programme (shipped:
+  DecoderParams.starts_per_orf);
+* ``inner=M`` — an inner start also enters the programme with its own gene log-odds (the coding
+  it gives up to a longer start not counted) less M nats, capped 1 nat below its ORF's best
+  start: calls a shorter gene when every better start is blocked by a neighbour;
+* ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
+  the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
+  held-out effect is measured by decoder_orf_classifier.py;
 * ``rna_overlap=N`` — then drop calls overlapping an RNA gene (ARAGORN, barrnap) by ≥ N bases,
   as ``genoctx annotate`` does with N = heads.rna_genes.CDS_RNA_OVERLAP (``base`` does not).
 
@@ -65,11 +73,45 @@ def ours_to_prodigal_index() -> np.ndarray:
 
 
 class VariantDecoder(dec.GenomeDecoder):
-    """GenomeDecoder whose codon-pair table can be fixed (Prodigal's) or frozen after the seed."""
+    """GenomeDecoder whose codon-pair table can be fixed (Prodigal's) or frozen after the seed,
+    and whose inner starts can be scored on their own (``inner``)."""
 
     fixed_pairs: np.ndarray | None = None
     freeze_after_seed = False
     share = dec.PAIR_SHARE
+    inner: float | None = None
+
+    def scores(self, si):
+        choice, dp, credit = super().scores(si)
+        if self.inner is None:
+            return choice, dp, credit
+        s = self.strands[si]
+        gene, parts = self.features(si)
+        c = s.coding()
+        lf = dec.LENGTH_WEIGHT * cm.length_factor((s.cand.end - s.cand.start) / 3.0, self.gc)
+        c = np.where((lf > 3.0) & (c < 0.5 * lf), 0.5 * lf, c) + lf
+        nw = dec.START_PARTS.index("neural")
+        gene[:, 0] = (np.where(c < 0, c - dec.NEGATIVE_CODING, c)
+                      + self.params.start_weights[nw] * parts[:, nw])
+        wg = np.asarray(self.params.gene_weights)
+        own = gene @ wg[:-1] + wg[-1] - self.inner
+        best = dec._best_per_orf(s.cand, choice, 1)
+        _, grp = np.unique(s.cand.orf, return_inverse=True)
+        b = best[grp]
+        alt = np.maximum(dp, np.minimum(own, dp[b] - 1.0))
+        return choice, np.where(np.arange(len(dp)) == b, dp, alt), credit
+
+    def decode(self):
+        if self.inner is None:
+            return super().decode()
+        per_strand = []
+        for si, s in enumerate(self.strands):
+            choice, dp, credit = self.scores(si)
+            k = self.params.starts_per_orf
+            keep = np.union1d(dec._best_per_orf(s.cand, choice, k),
+                              dec._best_per_orf(s.cand, dp, k))
+            per_strand.append((keep, dp[keep], credit[keep]))
+        return self._decode(per_strand, dec.LINK_WEIGHT)
 
     def fit_coding(self, chosen):
         super().fit_coding(chosen)
@@ -108,11 +150,16 @@ def main(argv=None) -> None:
         params = dataclasses.replace(params, start_weights=tuple(sw))
     if "rounds" in opts:
         params = dataclasses.replace(params, train_rounds=int(opts["rounds"]))
+    if "starts" in opts:
+        params = dataclasses.replace(params, starts_per_orf=int(opts["starts"]))
+    if opts.get("scorer") == "0":
+        params = dataclasses.replace(params, orf_scorer=False)
     if "share" in opts:
         VariantDecoder.share = float(opts["share"])
     if opts.get("dc") == "exact":
         dec.fit_dicodon = prodigal_exact  # the name GenomeDecoder.fit_coding calls
     VariantDecoder.freeze_after_seed = opts.get("seedpair") == "1"
+    VariantDecoder.inner = float(opts["inner"]) if "inner" in opts else None
     root = resolve_data_root(None)
     manifest = load_manifest(root)
     sums = np.zeros(len(COLS))

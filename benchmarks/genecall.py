@@ -83,7 +83,9 @@ def main(argv=None) -> None:
         f"Machine: {machine()}\n\n"
         "Match = same strand and stop codon; truth = CDS not `pseudo` and not joined. Both tools "
         "self-train on each genome (all records together). Start agreement is over matched "
-        "genes. CPU s is the process's CPU time (one core; the decoder is single-threaded).\n\n"
+        "genes. CPU s is the process's CPU time (the decoder itself is single-threaded). "
+        "genoctx's decoder includes the cross-genome ORF scorer (genoctx.heads.orf_scorer), "
+        "fitted on the train genomes, so train-genome rows (E. coli) are in-sample for it.\n\n"
         + md_table(headers, rows))
     if not args.no_write:
         write_section("genecall", body)

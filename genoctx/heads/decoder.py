@@ -15,10 +15,11 @@ genome:
    LLRs, which count less for genes under 250 bp when they help and more when they hurt; the
    neural head's in-frame CDS log-odds are added when ``probs`` are given;
 4. a gene's log-odds is the score of its ORF's best start plus a bias (DecoderParams.gene_weights
-   over FEATURES); the dynamic programme picks the set of genes with the largest total under
-   overlap rules (same strand ≤ 60 bp, convergent ≤ 200 bp and shorter than either gene's
-   free part, divergent none), with a bonus for close same-strand neighbours (operons) and a
-   penalty for strand switches and long gaps;
+   over FEATURES), plus, after the last training round, the bounded term of a cross-genome ORF
+   scorer fitted on the train genomes (:mod:`genoctx.heads.orf_scorer`); the dynamic programme
+   picks the set of genes with the largest total under overlap rules (same strand ≤ 60 bp,
+   convergent ≤ 200 bp and shorter than either gene's free part, divergent none), with a bonus
+   for close same-strand neighbours (operons) and a penalty for strand switches and long gaps;
 5. report each gene with a probability σ(a · log-odds + b).
 
 Coordinates are 0-based half-open on the forward strand; a gene spans its start codon through its
@@ -127,6 +128,7 @@ class DecoderParams:
     llr_clip: float = 4.0
     start_prior_strength: float = 50.0
     starts_per_orf: int = 4           # best starts of each ORF that enter the DP
+    orf_scorer: bool = True           # add the cross-genome ORF scorer's view (heads.orf_scorer)
     neural_clip: float = 6.0
     start_weights: tuple[float, ...] = START_WEIGHTS              # START_PARTS
     gene_weights: tuple[float, ...] = GENE_WEIGHTS                # FEATURES..., bias
@@ -394,6 +396,7 @@ class GenomeDecoder:
         self.start_model = fit_start_model(None, self._prior(), params.start_prior_strength)
         self.coding_model: CodingModel | None = None
         self.pair_llr: np.ndarray | None = None
+        self.orf_adjust: list[np.ndarray] | None = None  # per strand, [N]: the ORF scorer's term
 
     def _prior(self) -> StartCounts | None:
         """The universal start prior, or None when there is none in this start-model layout."""
@@ -508,6 +511,8 @@ class GenomeDecoder:
         sw = np.asarray(self.params.start_weights)
         choice = parts @ sw
         logit = gene @ wg[:-1] + wg[-1]
+        if self.orf_adjust is not None:
+            logit = logit + self.orf_adjust[si]
         cand = self.strands[si].cand
         best = _best_per_orf(cand, choice, 1)
         _, grp = np.unique(cand.orf, return_inverse=True)  # candidates are sorted by ORF
@@ -515,6 +520,31 @@ class GenomeDecoder:
         cols = [START_PARTS.index("rbs"), START_PARTS.index("composition")]
         credit = -np.minimum(parts[:, cols] * sw[cols], 0.0).sum(axis=1)
         return choice, logit[b] + (choice - choice[b]), credit
+
+    def orf_table(self, si: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each ORF of strand ``si`` at its best start: candidate indices [O], gene log-odds
+        before the ORF scorer's term [O], and gene features [O, len(FEATURES)]."""
+        gene, parts = self.features(si)
+        wg = np.asarray(self.params.gene_weights)
+        best = _best_per_orf(self.strands[si].cand, parts @ np.asarray(self.params.start_weights), 1)
+        return best, gene[best] @ wg[:-1] + wg[-1], gene[best]
+
+    def set_orf_adjust(self, scorer) -> None:
+        """Add ``scorer``'s term (:class:`genoctx.heads.orf_scorer.OrfScorer`) to every ORF's
+        gene log-odds, computed at the current models' best starts."""
+        from genoctx.heads.orf_scorer import decoder_rows
+
+        self.orf_adjust = None
+        x, _, where = decoder_rows(self)
+        adj = scorer.adjustment(x)
+        out, off = [], 0
+        for s, best in zip(self.strands, where):
+            _, grp = np.unique(s.cand.orf, return_inverse=True)  # candidates sorted by ORF
+            per_orf = np.zeros(len(best))
+            per_orf[grp[best]] = adj[off:off + len(best)]
+            off += len(best)
+            out.append(per_orf[grp])
+        self.orf_adjust = out
 
     def dp_scores(self, si: int) -> np.ndarray:
         """Score of each candidate of strand ``si`` in the DP (see :meth:`scores`), [N]."""
@@ -552,12 +582,17 @@ class GenomeDecoder:
 
     def train(self) -> list[np.ndarray]:
         """Seed, then alternate model fitting and decoding; returns the final choice."""
+        self.orf_adjust = None
         chosen = self.seed()
         for _ in range(self.params.train_rounds):
             self.fit_coding(chosen)
             self.fit_starts(chosen)
             chosen = self.decode()
         self.fit_starts(chosen)
+        if self.params.orf_scorer:
+            from genoctx.heads.orf_scorer import default_scorer
+
+            self.set_orf_adjust(default_scorer())
         return self.decode()
 
     def calls(self, chosen: list[np.ndarray]) -> list[GeneCall]:

@@ -296,8 +296,12 @@ def species_weights(names: list[str]) -> list[float]:
 
 
 def fit(genomes: list[TrainGenome], rounds: int = 2, log=print) -> DecoderParams:
-    """Fit start prior, start weights, gene weights, bias and calibration on ``genomes``."""
-    params = DecoderParams()
+    """Fit start prior, start weights, gene weights, bias and calibration on ``genomes``.
+
+    The ORF scorer (:mod:`genoctx.heads.orf_scorer`) is left out: it is fitted afterwards, on
+    the decoder these weights make.
+    """
+    params = DecoderParams(orf_scorer=False)
     if len(params.start_prior["pwm_pos"]) != len(PWM_OFFSETS):  # the PWM layout changed
         flat = [[0.25, 0.25, 0.25, 0.25, 0.0]] * len(PWM_OFFSETS)
         params = replace(params, start_prior={**params.start_prior, "pwm_pos": flat, "pwm_all": flat})

@@ -21,6 +21,7 @@ from genoctx.heads.annotation import load_annotation_model
 from genoctx.model import checkpoint
 
 MAX_BYTES = 25 * 1024 * 1024
+KEEP_PREFIX = "orf_scorer"  # files of genoctx.heads.orf_scorer, which ship() leaves in place
 
 
 def _with_wall(record: dict, run_dir: Path) -> dict:
@@ -61,8 +62,8 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     size = sum(p.stat().st_size for p in files)
     if size > MAX_BYTES:
         raise SystemExit(f"export is {size / 2**20:.1f} MiB; the embedded default must be <= 25 MiB")
-    for p in dest.glob("*"):
-        if p.is_file() and p.name != "__init__.py":
+    for p in dest.glob("*"):  # the decoder's ORF scorer is fitted on its own, not by a run
+        if p.is_file() and p.name != "__init__.py" and not p.name.startswith(KEEP_PREFIX):
             p.unlink()
     for p in files:
         shutil.copy2(p, dest / p.name)
@@ -101,6 +102,11 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
         lines.append(f"- `{p.name}` ({p.stat().st_size:,} bytes)")
     digest = checkpoint.verify_digest(dest)
     lines += ["", f"model.safetensors sha256: `{digest}`", ""]
+    if (dest / "orf_scorer.json").is_file():
+        lines += [("The `orf_scorer.*` files are the gene decoder's cross-genome ORF scorer, "
+                   "fitted on the train-role bacterial genomes by `python -m "
+                   "genoctx.heads.orf_scorer` (command, inputs and sha256 in `orf_scorer.json`); "
+                   "shipping a run keeps them."), ""]
     if metrics is not None:
         lines += validation_lines(json.loads(metrics.read_text()))
     (dest / "README.md").write_text("\n".join(lines) + "\n")

@@ -53,9 +53,10 @@ def test_ship_copies_weights_records_and_logs_and_writes_the_readme(runs, tmp_pa
     dest.mkdir()
     (dest / "stale.bin").write_text("old")
     (dest / "__init__.py").write_text("")
+    (dest / "orf_scorer.json").write_text("{}")  # fitted separately: kept
     ship(export, dest, lm, metrics)
     names = {p.name for p in dest.iterdir()}
-    assert "stale.bin" not in names and "__init__.py" in names
+    assert "stale.bin" not in names and "__init__.py" in names and "orf_scorer.json" in names
     assert {"model.safetensors", "head.safetensors", "decoder.json", "TRAINING.json",
             "TRAINING_lm.json", "lm_loss.csv", "annotation_loss.csv",
             "VALIDATION.json"} <= names
@@ -67,6 +68,7 @@ def test_ship_copies_weights_records_and_logs_and_writes_the_readme(runs, tmp_pa
     assert "| G | genoctx (model) | 0.9000 | 0.9500 | 0.9240 | 0.8800 |" in readme
     assert "F1 0.8000 (MCC 0.6000)" in readme
     assert "`annotation_loss.csv`" in readme
+    assert "`orf_scorer.json`" in readme and "python -m genoctx.heads.orf_scorer" in readme
 
 
 def test_ship_refuses_a_corrupt_export(runs, tmp_path):

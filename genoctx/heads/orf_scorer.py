@@ -1,0 +1,310 @@
+"""A gene scorer learned across genomes: what an ORF's protein looks like, beside the decoder.
+
+The decoder's statistics are self-trained on each genome, so they know its codon usage but
+nothing of proteins in general. This module adds a cross-genome view: a gradient-boosted tree
+ensemble, fitted on the TRAIN-role genomes (each ORF at its best start is one row; label: an
+annotated gene ends at its stop), reads the decoder's gene log-odds and features together with
+the amino-acid composition of the ORF's translation (table 11) and its G+C and third-position
+G+C against the genome's. The decoder adds ``weight`` × clip(z − platt(log-odds), ±clip) to each
+ORF's log-odds: what the tree ensemble knows beyond the decoder's own score, in the decoder's
+units, so strong genes stay strong and the change falls on short, uncertain ORFs.
+
+The ensemble ships as ``genoctx/weights/orf_scorer.safetensors`` (sha256-checked) with
+``orf_scorer.json`` (command, data files and their sha256). Refit with
+``python -m genoctx.heads.orf_scorer [--data-root DIR] [--out DIR]`` (about 3 minutes; reads
+only train-role genomes, through the role guard). Held-out quality, one species left out at a
+time: ``python benchmarks/decoder_orf_classifier.py``.
+
+Legend: N = ORFs, F = features (``FEATURE_NAMES``), T = trees, M = nodes of one tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genoctx.errors import InputError
+
+WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
+FILE = "orf_scorer.safetensors"
+AMINO = "ACDEFGHIKLMNPQRSTVWY"
+FEATURE_NAMES = ("log_odds", "coding", "coding_per_codon", "start", "log_length", "partial",
+                 *(f"aa_{a}" for a in AMINO), "gc_vs_genome", "gc3_vs_genome")
+SKIP_MARGIN = 10.0  # nats below −weight × clip under which an ORF is not scored
+_AA = "FFLLSSSSYY**CC*WLLLLPPPPHHQQRRRRIIIMTTTTNNKKSSRRVVVVAAAADDEEGGGG"  # codons in TCAG order
+
+
+def _codon_table() -> np.ndarray:
+    """Amino-acid index (0..19; 20 stop; 21 a codon with N) of 25·b1 + 5·b2 + b3, codes ACGTN."""
+    out = np.full(125, 21, dtype=np.int64)
+    for a in range(4):
+        for b in range(4):
+            for c in range(4):
+                codon = "ACGT"[a] + "ACGT"[b] + "ACGT"[c]
+                aa = _AA[sum("TCAG".index(ch) * m for ch, m in zip(codon, (16, 4, 1)))]
+                out[25 * a + 5 * b + c] = 20 if aa == "*" else AMINO.index(aa)
+    return out
+
+
+CODON_AA = _codon_table()
+
+
+def translation_features(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.ndarray,
+                         gc: float) -> np.ndarray:
+    """Amino-acid composition of codons ``j+1 .. k-1`` of each ORF (its translation after the
+    start codon), then its G+C and third-position G+C minus the genome's ``gc``, [N, 22].
+
+    ``x`` is one strand's base codes (0..3 ACGT, 4 N); ``frame``/``j``/``k`` as in
+    :class:`genoctx.heads.orfs.Candidates`.
+    """
+    xi = x.astype(np.int64)
+    gcb = ((x == 1) | (x == 2)).astype(np.float64)
+    out = np.zeros((len(j), 22))
+    for f in range(3):
+        n = (len(x) - f) // 3
+        m = np.flatnonzero(frame == f)
+        if n <= 0 or not len(m):
+            continue
+        codons = CODON_AA[25 * xi[f:f + 3 * n:3] + 5 * xi[f + 1:f + 3 * n:3][:n]
+                          + xi[f + 2:f + 3 * n:3][:n]]
+        g = gcb[f:f + 3 * n].reshape(n, 3)
+        lo = np.minimum(j[m] + 1, n)
+        hi = np.clip(k[m], lo, n)
+        size = hi - lo
+        # every codon of every ORF once (ORFs of one frame are disjoint, so this is ≤ n long)
+        row = np.repeat(np.arange(len(m)), size)
+        pos = np.arange(size.sum()) - np.repeat(np.cumsum(size) - size - lo, size)
+        counts = np.bincount(row * 22 + codons[pos], minlength=len(m) * 22).reshape(len(m), 22)
+        out[m, :20] = counts[:, :20]
+        for col, v in ((20, (g[:, 0] + g[:, 1] + g[:, 2]) / 3.0), (21, g[:, 2])):
+            out[m, col] = np.bincount(row, weights=v[pos], minlength=len(m)) / np.maximum(size, 1) - gc
+    out[:, :20] /= np.maximum(out[:, :20].sum(1, keepdims=True), 1)
+    return out
+
+
+# --------------------------------------------------------------------------- the tree ensemble
+
+@dataclass(frozen=True)
+class TreeEnsemble:
+    """Sum of regression trees (a binary classifier's log-odds), evaluated with numpy.
+
+    Trees are padded to M nodes: ``feature`` [T, M] (−1 at leaves), ``threshold`` [T, M] (go
+    left when x ≤ threshold), ``left``/``right`` [T, M] child indices, ``value`` [T, M] leaf
+    values; ``baseline`` is added once.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    baseline: float
+
+    @classmethod
+    def from_sklearn(cls, clf) -> TreeEnsemble:
+        """From a fitted binary ``HistGradientBoostingClassifier`` (numeric features, no NaN)."""
+        trees = [p[0].nodes for p in clf._predictors]
+        m = max(len(t) for t in trees)
+        shape = (len(trees), m)
+        feat = np.full(shape, -1, dtype=np.int32)
+        thr = np.zeros(shape)
+        left = np.zeros(shape, dtype=np.int32)
+        right = np.zeros(shape, dtype=np.int32)
+        val = np.zeros(shape)
+        for i, t in enumerate(trees):
+            n = len(t)
+            leaf = t["is_leaf"].astype(bool)
+            feat[i, :n] = np.where(leaf, -1, t["feature_idx"])
+            thr[i, :n] = t["num_threshold"]
+            left[i, :n] = np.where(leaf, 0, t["left"])
+            right[i, :n] = np.where(leaf, 0, t["right"])
+            val[i, :n] = np.where(leaf, t["value"], 0.0)
+        base = float(np.ravel(clf._baseline_prediction)[0])
+        return cls(feat, thr, left, right, val, base)
+
+    def decision_function(self, x_NF: np.ndarray) -> np.ndarray:
+        """Log-odds of every row, [N]."""
+        x_FN = np.ascontiguousarray(np.asarray(x_NF, dtype=np.float64).T)
+        n = x_FN.shape[1]
+        flat = x_FN.ravel()
+        out = np.full(n, self.baseline)
+        for feat, thr, left, right, value in zip(self.feature, self.threshold, self.left,
+                                                 self.right, self.value):
+            node = np.zeros(n, dtype=np.int64)
+            rows = np.arange(n)  # rows not yet at a leaf
+            while rows.size:
+                at = node[rows]
+                f = feat[at]
+                inner = f >= 0
+                rows, at, f = rows[inner], at[inner], f[inner]
+                go_left = flat[f * n + rows] <= thr[at]
+                node[rows] = np.where(go_left, left[at], right[at])
+            out += value[node]
+        return out
+
+    def tensors(self) -> dict:
+        return {"feature": self.feature, "threshold": self.threshold, "left": self.left,
+                "right": self.right, "value": self.value,
+                "baseline": np.array([self.baseline])}
+
+
+@dataclass(frozen=True)
+class OrfScorer:
+    """The tree ensemble, the one-feature logistic fit it is measured against, and its use."""
+
+    trees: TreeEnsemble
+    platt: tuple[float, float]   # a, b: log-odds the decoder's score alone implies, a·x + b
+    weight: float = 3.0          # nats of decoder log-odds per unit of added log-odds
+    clip: float = 5.0            # bound on the added log-odds
+
+    def adjustment(self, x_NF: np.ndarray) -> np.ndarray:
+        """What to add to each ORF's decoder log-odds (features as ``FEATURE_NAMES``), [N]."""
+        out = np.zeros(len(x_NF))
+        # the term is at most weight × clip: ORFs further below zero than that (and a margin for
+        # the programme's neighbour links) stay out of any gene set either way, so skip them
+        live = np.flatnonzero(x_NF[:, 0] > -(self.weight * self.clip + SKIP_MARGIN))
+        if not len(live):
+            return out
+        a, b = self.platt
+        x = x_NF[live]
+        z = self.trees.decision_function(x)
+        out[live] = self.weight * np.clip(z - (a * x[:, 0] + b), -self.clip, self.clip)
+        return out
+
+    def save(self, folder: Path) -> Path:
+        from safetensors.numpy import save_file
+
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / FILE
+        t = self.trees.tensors()
+        t["platt"] = np.array(self.platt, dtype=np.float64)
+        t["use"] = np.array([self.weight, self.clip], dtype=np.float64)
+        save_file(t, str(path), metadata={"features": ",".join(FEATURE_NAMES)})
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        (folder / f"{FILE}.sha256").write_text(f"{digest}  {FILE}\n")
+        return path
+
+
+def load(folder: Path = WEIGHTS_DIR) -> OrfScorer:
+    """Load the scorer in ``folder``, checking the file against its ``.sha256``."""
+    from safetensors import safe_open
+
+    path = folder / FILE
+    want_file = folder / f"{FILE}.sha256"
+    if not path.is_file() or not want_file.is_file():
+        raise InputError(f"{path}: ORF scorer (or its .sha256) missing; refit with "
+                         "`python -m genoctx.heads.orf_scorer`")
+    want = want_file.read_text().split()[0]
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != want:
+        raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want})")
+    with safe_open(str(path), framework="numpy") as f:
+        names = (f.metadata() or {}).get("features", "")
+        if names != ",".join(FEATURE_NAMES):
+            raise InputError(f"{path}: fitted on features {names!r}, this code computes "
+                             f"{','.join(FEATURE_NAMES)!r}; refit it")
+        t = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no items())
+    trees = TreeEnsemble(t["feature"], t["threshold"], t["left"], t["right"], t["value"],
+                         float(t["baseline"][0]))
+    return OrfScorer(trees, (float(t["platt"][0]), float(t["platt"][1])),
+                     float(t["use"][0]), float(t["use"][1]))
+
+
+@functools.lru_cache(maxsize=1)
+def default_scorer() -> OrfScorer:
+    """The shipped scorer (loaded once)."""
+    return load(WEIGHTS_DIR)
+
+
+# --------------------------------------------------------------------------- fitting
+
+def decoder_rows(d, truth=None) -> tuple[np.ndarray, np.ndarray | None, list[np.ndarray]]:
+    """One row per ORF (at its best start) of a trained ``GenomeDecoder``: features [N, F], the
+    labels (an annotated gene ends at its stop; None without ``truth``, a list of
+    ``(contig, start, end, strand)``) and each strand's best-start candidate indices (rows
+    follow strands, then those indices)."""
+    from genoctx.heads.orfs import to_forward
+
+    true = None if truth is None else {
+        (t[0], t[3], (t[2] - 1) if t[3] == 1 else t[1]) for t in truth}
+    rows, labels, where = [], [], []
+    for si, s in enumerate(d.strands):
+        best, logit, gene = d.orf_table(si)
+        c = s.cand
+        tr = translation_features(s.x, c.frame[best], c.j[best], c.k[best], d.gc)
+        rows.append(np.column_stack([logit, gene[:, :5], tr]))
+        where.append(best)
+        if true is not None:
+            lo, hi = to_forward(c.start[best], c.end[best], s.length, s.strand)
+            labels.append(np.array([(s.contig, s.strand, (b - 1) if s.strand == 1 else a) in true
+                                    for a, b in zip(lo.tolist(), hi.tolist())], dtype=bool))
+    x = np.vstack(rows) if rows else np.zeros((0, len(FEATURE_NAMES)))
+    return x, (np.concatenate(labels) if true is not None else None), where
+
+
+def fit_scorer(tables: list[tuple[np.ndarray, np.ndarray, float]], seed: int = 0) -> OrfScorer:
+    """Fit on (rows, labels, weight) per genome; each genome's rows share its weight."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from genoctx.heads.decoder_fit import fit_logistic
+
+    x = np.vstack([t[0] for t in tables])
+    y = np.concatenate([t[1] for t in tables])
+    w = np.concatenate([np.full(len(t[1]), 1e5 * t[2] / max(len(t[1]), 1)) for t in tables])
+    clf = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, max_leaf_nodes=31,
+                                         min_samples_leaf=100, l2_regularization=1.0,
+                                         early_stopping=False, random_state=seed)
+    clf.fit(x, y, sample_weight=w)
+    a, b = fit_logistic(x[:, :1], y.astype(float), w / w.sum(), l2=0.0)
+    trees = TreeEnsemble.from_sklearn(clf)
+    top = np.abs(trees.decision_function(x[:2000]) - clf.decision_function(x[:2000])).max()
+    if top > 1e-6:
+        raise RuntimeError(f"tree export differs from scikit-learn by {top}")
+    return OrfScorer(trees, (float(a), float(b)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    from genoctx.heads.decoder import DecoderParams, GenomeDecoder
+    from genoctx.heads.decoder_fit import load_train_genomes
+    from genoctx.io.dataroot import load_manifest, resolve_data_root
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-root", default=None, help="shared data folder (default: auto)")
+    ap.add_argument("--out", default=str(WEIGHTS_DIR), help="folder to write (default: weights)")
+    args = ap.parse_args(argv)
+    genomes = load_train_genomes(args.data_root)  # train-role only, through the role guard
+    params = DecoderParams(orf_scorer=False)  # the decoder's own scores are the input
+    tables = []
+    for g in genomes:
+        d = GenomeDecoder([(c, s) for c, s in g.records if len(s)], None, params)
+        d.train()
+        x, y, _ = decoder_rows(d, g.truth)
+        tables.append((x, y, g.weight))
+        print(f"{g.name}: {len(y)} ORFs, {int(y.sum())} annotated", flush=True)
+    scorer = fit_scorer(tables)
+    out = Path(args.out)
+    path = scorer.save(out)
+    root = resolve_data_root(args.data_root)
+    manifest = load_manifest(root)
+    files = {e.path: e.sha256 for e in manifest.values()
+             if Path(e.path).name in {g.name for g in genomes}}
+    info = {"command": "python -m genoctx.heads.orf_scorer" + (
+                f" --data-root {args.data_root}" if args.data_root else ""),
+            "sha256": (out / f"{FILE}.sha256").read_text().split()[0],
+            "trees": len(scorer.trees.feature), "platt": list(scorer.platt),
+            "weight": scorer.weight, "clip": scorer.clip, "features": list(FEATURE_NAMES),
+            "train_files": files,
+            "held_out_check": "python benchmarks/decoder_orf_classifier.py"}
+    (out / "orf_scorer.json").write_text(json.dumps(info, indent=2) + "\n")
+    print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
