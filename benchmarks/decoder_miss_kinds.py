@@ -1,8 +1,8 @@
 """What kind of annotated gene does the decoder miss? One line per kind, with Prodigal beside it.
 
 Every annotated gene (truth as in ``genoctx eval annotation-bacteria``: not pseudo, not joined)
-falls in one kind, by what the shipped sequence-only decoder did with its ORF (same strand and
-stop):
+falls in one kind, by what the shipped sequence-only decoder (``--no-scorer``: without its ORF
+scorer, the second revision) did with its ORF (same strand and stop):
 
 * ``found`` — called;
 * ``no_orf`` — no candidate ORF ends at its stop (stop is not a stop codon, or shorter than
@@ -19,8 +19,8 @@ Each kind is split by whether Prodigal (pyrodigal, trained on the genome) finds 
 not. Diagnosis only: nothing is fitted. Validation genomes are allowed because nothing here
 feeds back into the decoder; do not tune on their lines.
 
-Run: ``python benchmarks/decoder_miss_kinds.py [GENOME ...]`` (default: the five genomes of
-decoder_dev.py and the two validation genomes).
+Run: ``python benchmarks/decoder_miss_kinds.py [--no-scorer] [GENOME ...]`` (default: the five
+genomes of decoder_dev.py and the two validation genomes).
 """
 
 from __future__ import annotations
@@ -52,14 +52,14 @@ def _key(contig, strand, lo, hi):
     return contig, strand, (hi - 1) if strand == 1 else lo
 
 
-def kinds(records, truth) -> tuple[Counter, dict]:
+def kinds(records, truth, scorer: bool = True) -> tuple[Counter, dict]:
     """Counter of (kind, found by Prodigal) over the annotated genes, and median lengths."""
     import pyrodigal
 
     finder = pyrodigal.GeneFinder(closed=False)
     finder.train(*[s for _, s in records])
     prod = {_key(c, g.strand, g.begin - 1, g.end) for c, s in records for g in finder.find_genes(s)}
-    d = dec.GenomeDecoder(records, None, dec.DecoderParams())
+    d = dec.GenomeDecoder(records, None, dec.DecoderParams(orf_scorer=scorer))
     chosen = d.train()
     best: dict = {}
     ours = set()
@@ -95,7 +95,9 @@ def kinds(records, truth) -> tuple[Counter, dict]:
 
 
 def main(argv=None) -> None:
-    names = (sys.argv[1:] if argv is None else argv) or [*GENOMES, *VALIDATION]
+    args = sys.argv[1:] if argv is None else argv
+    scorer = "--no-scorer" not in args
+    names = [a for a in args if a != "--no-scorer"] or [*GENOMES, *VALIDATION]
     root = resolve_data_root(None)
     manifest = load_manifest(root)
     print("genome\trole\tkind\tprodigal_finds\tgenes\tshare\tmedian_bp")
@@ -106,7 +108,7 @@ def main(argv=None) -> None:
             sys.exit(f"{name} is {role}-role; only train and validation genomes are diagnosed")
         records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
         truth = read_genes(root / rel)
-        counts, med = kinds(records, truth)
+        counts, med = kinds(records, truth, scorer)
         for kind in KINDS:
             for p in (True, False):
                 if counts[(kind, p)]:
