@@ -16,9 +16,9 @@ Two uses of its log-odds z are measured on the held-out genome:
   scorer fitted on all train genomes (``python -m genoctx.heads.orf_scorer``).
 
 Prints ORF-level AUC (decoder log-odds vs classifier), and gene-level sensitivity / precision /
-F1 per genome and their mean. Needs scikit-learn (a genoctx dependency). About 3 minutes on one
-core. Run: ``python benchmarks/decoder_orf_classifier.py [GENOME ...]`` (held-out genomes;
-default: the five of decoder_dev.py).
+F1 per genome and their mean. Needs scikit-learn (a genoctx dependency). About 5 minutes on one
+core. Run: ``python benchmarks/decoder_orf_classifier.py [--all | GENOME ...]`` (held-out
+genomes; default: the five of decoder_dev.py; ``--all``: every train genome, about 8 minutes).
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ def main(argv=None) -> None:
         x, y, _ = decoder_rows(d, truth)
         data[name] = (x, y, d, chosen, read_genes(root / rel))
         print(f"# {name}: {len(y)} ORFs, {int(y.sum())} annotated", flush=True)
+    if held == ["--all"]:
+        held = list(data)
     for name in held:
         if name not in data:
             sys.exit(f"{name} is not a train genome")
