@@ -14,13 +14,20 @@ from Bio.Seq import Seq
 from genoctx.errors import InputError
 from genoctx.heads import orf_scorer as osc
 from genoctx.heads.decoder import DecoderParams, GenomeDecoder, call_genes
-from genoctx.heads.orfs import find_candidates
+from genoctx.heads.orfs import find_candidates, to_forward
 
 
 @pytest.fixture(scope="module")
 def pcp1(example_genbank):
     rec = SeqIO.read(example_genbank, "genbank")
     return rec.id, str(rec.seq).upper()
+
+
+@pytest.fixture(scope="module")
+def pcp1_truth(example_genbank):
+    rec = SeqIO.read(example_genbank, "genbank")
+    return [(rec.id, int(f.location.start), int(f.location.end), int(f.location.strand))
+            for f in rec.features if f.type == "CDS" and "pseudo" not in f.qualifiers]
 
 
 def test_translation_features_match_biopython(pcp1):
@@ -129,3 +136,18 @@ def test_decoder_uses_the_scorer(pcp1):
     delta = np.array([a - b for a, b in same])
     assert np.abs(delta).max() <= bound + 1e-3
     assert np.abs(delta).max() > 0.01
+
+
+def test_fit_labels_mark_annotated_stops(pcp1, pcp1_truth):
+    cid, seq = pcp1
+    d = GenomeDecoder([(cid, seq.encode())], None, DecoderParams(orf_scorer=False))
+    d.train()
+    x, y, where = osc.decoder_rows(d, pcp1_truth)
+    assert len(y) == len(x) and y.dtype == bool
+    stops = {(t[3], t[2] - 1 if t[3] == 1 else t[1]) for t in pcp1_truth}
+    marked = set()
+    for s, best in zip(d.strands, where):
+        lo, hi = to_forward(s.cand.start[best], s.cand.end[best], s.length, s.strand)
+        marked |= {(s.strand, int(h) - 1 if s.strand == 1 else int(l)) for l, h in zip(lo, hi)}
+    # every annotated stop that ends an ORF is labelled, and nothing else is
+    assert int(y.sum()) == len(stops & marked) >= 0.8 * len(stops)
