@@ -16,7 +16,9 @@ Two uses of its log-odds z are measured on the held-out genome:
   scorer fitted on all train genomes (``python -m genoctx.heads.orf_scorer``).
 
 Prints ORF-level AUC (decoder log-odds vs classifier), and gene-level sensitivity / precision /
-F1 per genome and their mean. Needs scikit-learn (a genoctx dependency). About 5 minutes on one
+F1 per genome and their mean; then the score calibration: a Platt fit of "the call matches an
+annotated gene" on the held-out calls of the shipped use (as decoder_dev.py --calibrate does on
+in-sample calls), and how the shipped calibration and the refit fit them. Needs scikit-learn (a genoctx dependency). About 5 minutes on one
 core. Run: ``python benchmarks/decoder_orf_classifier.py [--all | GENOME ...]`` (held-out
 genomes; default: the five of decoder_dev.py; ``--all``: every train genome, about 8 minutes).
 """
@@ -36,17 +38,18 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import dataclasses
 
 import numpy as np
-from decoder_dev import GENOMES
+from decoder_dev import GENOMES, _calibration_rows
 
 from genoctx.eval.metrics import gene_metrics
 from genoctx.heads import decoder as dec
-from genoctx.heads.decoder_fit import species_weights
+from genoctx.heads.decoder_fit import fit_logistic, species_weights
 from genoctx.heads.orf_scorer import decoder_rows, fit_scorer
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.dataroot import load_manifest, resolve_data_root
 
 OFFSETS = (-1.0, 0.0)
 KS = (1.0, 3.0, 6.0)
+SHIPPED_WEIGHT = 3.0  # genoctx.heads.orf_scorer.OrfScorer.weight
 COLS = ("sensitivity", "precision", "f1")
 
 
@@ -99,6 +102,7 @@ def main(argv=None) -> None:
     print("genome\tauc_decoder\tauc_trees\t" + "\t".join(
         f"{v}_{c}" for v in variants for c in COLS))
     sums = np.zeros((len(variants), len(COLS)))
+    platt = []
     weights = dict(zip(data, species_weights(list(data))))
     for name in held:
         others = [n for n in data if species(n) != species(name)]
@@ -110,12 +114,24 @@ def main(argv=None) -> None:
         for k in KS:
             d.set_orf_adjust(dataclasses.replace(scorer, weight=k))
             scored.append(d.calls(d.decode()))
+            if k == SHIPPED_WEIGHT:
+                platt.append(_calibration_rows(scored[-1], truth))
         d.orf_adjust = None
         m = np.array([[gene_metrics(c, truth).as_dict()[col] for col in COLS] for c in scored])
         sums += m
         print(f"{name}\t{roc_auc_score(y, x[:, 0]):.4f}\t{roc_auc_score(y, z):.4f}\t"
               + "\t".join(f"{v:.4f}" for v in m.ravel()), flush=True)
     print("MEAN\t\t\t" + "\t".join(f"{v:.4f}" for v in (sums / len(held)).ravel()))
+    # the score calibration, from held-out calls of the shipped use (each genome weighs the same)
+    x, y, w = (np.concatenate(v) for v in zip(*platt))
+    a, b = fit_logistic(x[:, None], y, w / w.sum(), l2=0.0)
+    for label, (ca, cb) in (("shipped", dec.CALIBRATION), ("refit", (a, b))):
+        p = 1.0 / (1.0 + np.exp(-(ca * x + cb)))
+        brier = float(np.sum(w * (p - y) ** 2) / w.sum())
+        print(f"calibration {label} (a, b) = ({ca:.4f}, {cb:.4f}): weighted Brier {brier:.4f}; "
+              + ", ".join(f"p {p[m].mean():.3f} obs {y[m].mean():.3f} (n {m.sum()})"
+                          for lo, hi in ((0, .8), (.8, .9), (.9, .95), (.95, .99))
+                          if (m := (p >= lo) & (p < hi)).any()))
 
 
 if __name__ == "__main__":
