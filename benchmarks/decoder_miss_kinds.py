@@ -82,7 +82,8 @@ def kinds(records, truth, scorer: bool = True) -> tuple[Counter, dict]:
         elif best[k] <= 0:
             kind = "negative"
         else:
-            over = [g for g in calls if g.contig == t.contig and g.start < t.end and t.start < g.end]
+            over = [g for g in calls
+                    if g.contig == t.contig and g.start < t.end and t.start < g.end]
             if any(_key(g.contig, g.strand, g.start, g.end) in true_keys for g in over):
                 kind = "blocked:annotated"
             elif over:

@@ -1,26 +1,28 @@
 """Would a supervised ORF scorer, trained across genomes, help the decoder? Leave one species out.
 
-For every TRAIN genome the decoder (without the ORF scorer) self-trains as usual; then each ORF (at its best start)
-becomes one row: the decoder's gene log-odds, its gene features, the amino-acid composition of
-its translation (table 11), and its G+C and third-position G+C against the genome's. Label: an
-annotated gene has that strand and stop. For each held-out genome the ORF scorer
-(:func:`genoctx.heads.orf_scorer.fit_scorer`, gradient-boosted trees) is fitted on the genomes of
-the *other* species (each species one unit of weight) and scores the held-out ORFs.
+For every TRAIN genome the decoder (without the ORF scorer) self-trains as usual; then each ORF
+(at its best start) becomes one row: the decoder's gene log-odds, its gene features, the
+amino-acid composition of its translation (table 11), and its G+C and third-position G+C
+against the genome's. Label: an annotated gene has that strand and stop. For each held-out
+genome the ORF scorer (:func:`genoctx.heads.orf_scorer.fit_scorer`, gradient-boosted trees) is
+fitted on the genomes of the *other* species (each species one unit of weight) and scores the
+held-out ORFs.
 
 Two uses of its log-odds z are measured on the held-out genome:
 
 * ``replace`` — z (+ offset) replaces the decoder's gene log-odds in the dynamic programme;
-* ``residual k`` — the decoder's log-odds plus k × clip(z − platt(log-odds), ±5), where platt is
-  a one-feature logistic fit of the label on the decoder's log-odds: what the other features
-  add, in the decoder's units. This is what ``genoctx annotate`` ships, with k = 3 and the
-  scorer fitted on all train genomes (``python -m genoctx.heads.orf_scorer``).
+* ``residual k`` — the decoder's log-odds plus k × clip(z − platt(log-odds), ±5), where
+  platt is a one-feature logistic fit of the label on the decoder's log-odds: what the other
+  features add, in the decoder's units. This is what ``genoctx annotate`` ships, with k = 3
+  and the scorer fitted on all train genomes (``python -m genoctx.heads.orf_scorer``).
 
 Prints ORF-level AUC (decoder log-odds vs classifier), and gene-level sensitivity / precision /
 F1 per genome and their mean; then the score calibration: a Platt fit of "the call matches an
 annotated gene" on the held-out calls of the shipped use (as decoder_dev.py --calibrate does on
-in-sample calls), and how the shipped calibration and the refit fit them. Needs scikit-learn (a genoctx dependency). About 5 minutes on one
-core. Run: ``python benchmarks/decoder_orf_classifier.py [--all | GENOME ...]`` (held-out
-genomes; default: the five of decoder_dev.py; ``--all``: every train genome, about 8 minutes).
+in-sample calls), and how the shipped calibration and the refit fit them. Needs scikit-learn
+(a genoctx dependency). About 5 minutes on one core. Run:
+``python benchmarks/decoder_orf_classifier.py [--all | GENOME ...]`` (held-out genomes;
+default: the five of decoder_dev.py; ``--all``: every train genome, about 8 minutes).
 """
 
 from __future__ import annotations

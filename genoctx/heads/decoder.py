@@ -529,7 +529,8 @@ class GenomeDecoder:
         before the ORF scorer's term [O], and gene features [O, len(FEATURES)]."""
         gene, parts = self.features(si)
         wg = np.asarray(self.params.gene_weights)
-        best = _best_per_orf(self.strands[si].cand, parts @ np.asarray(self.params.start_weights), 1)
+        choice = parts @ np.asarray(self.params.start_weights)
+        best = _best_per_orf(self.strands[si].cand, choice, 1)
         return best, gene[best] @ wg[:-1] + wg[-1], gene[best]
 
     def set_orf_adjust(self, scorer) -> None:

@@ -84,7 +84,8 @@ def translation_features(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.
         counts = np.bincount(row * 22 + codons[pos], minlength=len(m) * 22).reshape(len(m), 22)
         out[m, :20] = counts[:, :20]
         for col, v in ((20, (g[:, 0] + g[:, 1] + g[:, 2]) / 3.0), (21, g[:, 2])):
-            out[m, col] = np.bincount(row, weights=v[pos], minlength=len(m)) / np.maximum(size, 1) - gc
+            total = np.bincount(row, weights=v[pos], minlength=len(m))
+            out[m, col] = total / np.maximum(size, 1) - gc
     out[:, :20] /= np.maximum(out[:, :20].sum(1, keepdims=True), 1)
     return out
 
