@@ -44,7 +44,7 @@ from decoder_dev import GENOMES, _calibration_rows
 
 from genoctx.eval.metrics import gene_metrics
 from genoctx.heads import decoder as dec
-from genoctx.heads.decoder_fit import fit_logistic, species_weights
+from genoctx.heads.decoder_fit import fit_logistic, species_key, species_weights
 from genoctx.heads.orf_scorer import decoder_rows, fit_scorer
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.dataroot import load_manifest, resolve_data_root
@@ -69,10 +69,6 @@ class _Fixed:
 
     def adjustment(self, x):
         return self.adj
-
-
-def species(name: str) -> str:
-    return " ".join(name.split("_")[:2])
 
 
 def main(argv=None) -> None:
@@ -107,7 +103,7 @@ def main(argv=None) -> None:
     platt = []
     weights = dict(zip(data, species_weights(list(data))))
     for name in held:
-        others = [n for n in data if species(n) != species(name)]
+        others = [n for n in data if species_key(n) != species_key(name)]
         scorer = fit_scorer([(data[n][0], data[n][1], weights[n]) for n in others])
         x, y, d, chosen, truth = data[name]
         z = scorer.trees.decision_function(x)

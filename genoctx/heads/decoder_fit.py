@@ -289,9 +289,14 @@ def fit_calibration(decoders: list[tuple[GenomeDecoder, list, float]]) -> tuple[
     return round(float(a), 5), round(float(b), 5)
 
 
+def species_key(name: str) -> str:
+    """Genus and species of a genome file name, lower case: ``escherichia_coli``."""
+    return "_".join(Path(name).name.split("_")[:2]).lower()
+
+
 def species_weights(names: list[str]) -> list[float]:
     """1 / (number of genomes of the same genus and species) for each file name."""
-    keys = ["_".join(Path(n).name.split("_")[:2]).lower() for n in names]
+    keys = [species_key(n) for n in names]
     return [1.0 / keys.count(k) for k in keys]
 
 

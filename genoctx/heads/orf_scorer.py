@@ -38,18 +38,19 @@ AMINO = "ACDEFGHIKLMNPQRSTVWY"
 FEATURE_NAMES = ("log_odds", "coding", "coding_per_codon", "start", "log_length", "partial",
                  *(f"aa_{a}" for a in AMINO), "gc_vs_genome", "gc3_vs_genome")
 SKIP_MARGIN = 10.0  # nats below −weight × clip under which an ORF is not scored
-_AA = "FFLLSSSSYY**CC*WLLLLPPPPHHQQRRRRIIIMTTTTNNKKSSRRVVVVAAAADDEEGGGG"  # codons in TCAG order
 
 
 def _codon_table() -> np.ndarray:
-    """Amino-acid index (0..19; 20 stop; 21 a codon with N) of 25·b1 + 5·b2 + b3, codes ACGTN."""
+    """Amino-acid index (0..19; 20 stop; 21 a codon with N) of 25·b1 + 5·b2 + b3, codes ACGTN,
+    from Biopython's translation table 11 (as heads.consequence uses its table 1)."""
+    from Bio.Data.CodonTable import unambiguous_dna_by_id
+
+    table = unambiguous_dna_by_id[11]
     out = np.full(125, 21, dtype=np.int64)
-    for a in range(4):
-        for b in range(4):
-            for c in range(4):
-                codon = "ACGT"[a] + "ACGT"[b] + "ACGT"[c]
-                aa = _AA[sum("TCAG".index(ch) * m for ch, m in zip(codon, (16, 4, 1)))]
-                out[25 * a + 5 * b + c] = 20 if aa == "*" else AMINO.index(aa)
+    for a, b, c in np.ndindex(4, 4, 4):
+        codon = "ACGT"[a] + "ACGT"[b] + "ACGT"[c]
+        out[25 * a + 5 * b + c] = (20 if codon in table.stop_codons
+                                   else AMINO.index(table.forward_table[codon]))
     return out
 
 
