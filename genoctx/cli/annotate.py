@@ -15,6 +15,8 @@ EPILOG = """Examples:
   genoctx annotate genome.fa.gz --region chr1:1-1,000,000 --formats gff3 --out chr1_1Mb
 
   genoctx annotate worm_chunk.fa --mode eukaryote --out worm   # spliced genes (exons, CDS)
+
+  genoctx annotate contigs.fa --procedure meta --out contigs   # metagenomic contigs, each alone
 """
 
 
@@ -38,6 +40,10 @@ def annotate(
                              "tRNA/rRNA/ncRNA) or eukaryote (spliced genes from the model)."),
     rna: str = typer.Option("auto", "--rna", help="RNA genes from: auto (ARAGORN + barrnap when "
                             "installed, else the model), tools, model or none."),
+    procedure: str = typer.Option("auto", "--procedure", "-p", help="Gene statistics: single "
+                                  "(self-trained on all records together), meta (each record "
+                                  "from the best pre-trained model of the bank, then adapted) or "
+                                  "auto (meta under 150 kb in all, else single)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
@@ -58,7 +64,7 @@ def annotate(
     result = annotate_fasta(input, targets, model=None if model == "none" else model,
                             device=resolve_device(device), context=context, overlap=overlap,
                             batch_size=batch_size, quiet=quiet, mode=mode.lower(),
-                            rna=rna.lower(),
+                            rna=rna.lower(), procedure=procedure.lower(),
                             need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
     written = write_annotation(prefix, result, chosen)
     if not quiet:

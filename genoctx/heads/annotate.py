@@ -20,7 +20,7 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.heads import classes
-from genoctx.heads.decoder import DecoderParams, call_genes_multi
+from genoctx.heads.decoder import PROCEDURES, DecoderParams, call_genes_multi
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar, status
@@ -115,7 +115,8 @@ def _finders_run(rna: str) -> bool:
 
 
 def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, *,
-                   params: DecoderParams | None = None, rna: str = "auto"):
+                   params: DecoderParams | None = None, rna: str = "auto",
+                   procedure: str = "auto", bank=None):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
@@ -125,7 +126,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     """
     from genoctx.heads import rna_genes
 
-    genes = call_genes_multi(records, probs, params=params)
+    genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank)
     if not _finders_run(rna):
         return genes, None
     found = rna_genes.find_rna_genes([(c, s) for c, s in records if len(s)])
@@ -136,7 +137,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    model: str | Path | None = "embedded", device: str = "cpu",
                    context: int = 8192, overlap: int = 256, batch_size: int = 4,
                    quiet: bool = False, mode: str = "prokaryote",
-                   rna: str = "auto", need_tracks: bool = True) -> Annotation:
+                   rna: str = "auto", need_tracks: bool = True,
+                   procedure: str = "auto") -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -145,12 +147,16 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     from the sequence finders are dropped. With ``need_tracks=False`` the model runs only when
     something else uses its probabilities (the checkpoint's decoder weights, RNA genes from the
     head, eukaryote mode); otherwise genes come out the same without it, much faster.
+    ``procedure`` chooses how the gene decoder gets its statistics
+    (:func:`genoctx.heads.decoder.call_genes_multi`).
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
 
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if procedure not in PROCEDURES:
+        raise InputError(f"procedure must be one of {', '.join(PROCEDURES)}, got {procedure!r}")
     if rna == "model" and model is None:
         raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
     use_tools = _finders_run(rna) and mode == "prokaryote"
@@ -201,7 +207,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode)
     with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
         genes, found = call_bacterial(records, probs or None, params=params,
-                                      rna=rna if use_tools else "none")
+                                      rna=rna if use_tools else "none", procedure=procedure)
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
         mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]

@@ -59,6 +59,7 @@ from genoctx.heads.orfs import (
 )
 from genoctx.heads.start_model import (
     StartCounts,
+    StartModel,
     StartTable,
     fit_start_model,
     motif_hits,
@@ -132,6 +133,7 @@ class DecoderParams:
     start_prior_strength: float = 50.0
     starts_per_orf: int = 4           # best starts of each ORF that enter the DP
     orf_scorer: bool = True           # add the cross-genome ORF scorer's view (heads.orf_scorer)
+    meta_prior_bases: float = 300_000.0  # meta: coding bases the bank model weighs as
     neural_clip: float = 6.0
     start_weights: tuple[float, ...] = START_WEIGHTS              # START_PARTS
     gene_weights: tuple[float, ...] = GENE_WEIGHTS                # FEATURES..., bias
@@ -400,6 +402,7 @@ class GenomeDecoder:
         self.coding_model: CodingModel | None = None
         self.pair_llr: np.ndarray | None = None
         self.orf_adjust: list[np.ndarray] | None = None  # per strand, [N]: the ORF scorer's term
+        self.prior_model = None  # meta: the bank model self-trained statistics shrink towards
 
     def _prior(self) -> StartCounts | None:
         """The universal start prior, or None when there is none in this start-model layout."""
@@ -450,12 +453,36 @@ class GenomeDecoder:
         pairs = sum(dicodon_counts(s.kidx, s.valid, s.cand.start[c], s.cand.end[c])
                     for s, c in zip(self.strands, chosen))
         self.pair_llr = fit_dicodon(pairs, self.background)
+        if self.prior_model is not None:
+            w, m = self._prior_share(chosen), self.prior_model
+            self.coding_model = CodingModel(
+                (w * self.coding_model.llr_QK + (1.0 - w) * m.llr_QK).astype(np.float32))
+            self.pair_llr = w * self.pair_llr + (1.0 - w) * m.pair_llr
+        self._score_codons()
+
+    def _prior_share(self, chosen: list[np.ndarray]) -> float:
+        """Weight of the self-trained statistics against the bank model's: n / (n + n0), with n
+        the coding bases of the chosen genes and n0 ``params.meta_prior_bases``."""
+        n = sum(int((s.cand.end[c] - s.cand.start[c]).sum()) for s, c in zip(self.strands, chosen))
+        return n / (n + self.params.meta_prior_bases)
+
+    def _score_codons(self) -> None:
+        """Every codon's score under the current coding model and codon-pair ratios."""
         for s in self.strands:
             b_QL = self.coding_model.base_scores(s.kidx, s.valid)
             s.set_codon_scores([
                 (1.0 - PAIR_SHARE) * codon_sum(b_QL, f)
                 + PAIR_SHARE * dicodon_codon_scores(self.pair_llr, s.kidx, s.valid, f)
                 for f in range(3)])
+
+    def use_model(self, model) -> None:
+        """Take coding and start statistics from a pre-trained
+        :class:`genoctx.heads.meta_models.MetaModel` instead of self-training them."""
+        self.coding_model = CodingModel(model.llr_QK)
+        self.pair_llr = model.pair_llr
+        self.start_model = StartModel(model.type_llr, model.rbs_llr, model.pwm_llr_PB)
+        self.orf_adjust = None
+        self._score_codons()
 
     def fit_starts(self, chosen: list[np.ndarray]) -> None:
         """Self-train the start model on the ORFs of the chosen genes (their starts may move)."""
@@ -468,6 +495,10 @@ class GenomeDecoder:
         self.start_model = train_start_model(tables, coding, train, sw[START_PARTS.index("type")],
                                              strength=self.params.start_prior_strength,
                                              prior=self._prior())
+        if self.prior_model is not None:
+            w, m, sm = self._prior_share(chosen), self.prior_model, self.start_model
+            self.start_model = StartModel(*(w * getattr(sm, f) + (1.0 - w) * getattr(m, f)
+                                            for f in ("type_llr", "rbs_llr", "pwm_llr_PB")))
 
     def coding_part(self, si: int) -> np.ndarray:
         """Coding part of the start-choice score of strand ``si``'s candidates, [N]."""
@@ -587,17 +618,53 @@ class GenomeDecoder:
     def train(self) -> list[np.ndarray]:
         """Seed, then alternate model fitting and decoding; returns the final choice."""
         self.orf_adjust = None
-        chosen = self.seed()
+        self.prior_model = None
+        return self._self_train(self.seed())
+
+    def _self_train(self, chosen: list[np.ndarray]) -> list[np.ndarray]:
+        """Alternate model fitting and decoding from a first choice; the final decode."""
         for _ in range(self.params.train_rounds):
             self.fit_coding(chosen)
             self.fit_starts(chosen)
             chosen = self.decode()
         self.fit_starts(chosen)
+        return self._finish()
+
+    def _finish(self) -> list[np.ndarray]:
+        """The final decode, with the ORF scorer's term when the params ask for it."""
         if self.params.orf_scorer:
             from genoctx.heads.orf_scorer import default_scorer
 
             self.set_orf_adjust(default_scorer())
         return self.decode()
+
+    def total_score(self, chosen: list[np.ndarray]) -> float:
+        """Sum of the DP scores of the chosen genes (how well a model explains the sequence)."""
+        return float(sum(self.dp_scores(si)[c].sum() for si, c in enumerate(chosen)))
+
+    def train_meta(self, bank) -> tuple[list[np.ndarray], str]:
+        """Self-train from a pre-trained model instead of the GC-frame seed (short sequences).
+
+        Each model of ``bank`` whose G+C suits this sequence decodes it, and the one whose gene
+        set scores highest is kept, as Prodigal's metagenomic mode chooses. Its genes seed the
+        usual training rounds, whose statistics are shrunk towards the model's: the model weighs
+        as ``params.meta_prior_bases`` coding bases, so a few kb of sequence keeps it nearly as
+        it is and a genome-sized one mostly learns its own. Returns the final choice and the
+        model's name.
+        """
+        from genoctx.heads.meta_models import candidates
+
+        self.orf_adjust = None
+        self.prior_model = None
+        best, best_score = None, -math.inf
+        for m in candidates(bank, self.gc):
+            self.use_model(m)
+            score = self.total_score(self.decode())
+            if score > best_score:
+                best, best_score = m, score
+        self.use_model(best)
+        self.prior_model = best
+        return self._self_train(self.decode()), best.name
 
     def calls(self, chosen: list[np.ndarray]) -> list[GeneCall]:
         """GeneCalls of the chosen candidates, sorted by contig order then position."""
@@ -629,8 +696,16 @@ def _check_probs(p, length: int, contig: str) -> np.ndarray | None:
     return p
 
 
+PROCEDURES = ("auto", "single", "meta")
+# auto: inputs shorter than this (all records together) start from the bank. Held out by genus on
+# train genomes (benchmarks/genecall_regions.py --held-out), bank-seeded training gains on
+# windows up to 100 kb and self-training alone is as good from 200 kb.
+META_MAX_BP = 150_000
+
+
 def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None, *,
-                     params: DecoderParams | None = None, closed: bool = False) -> list[GeneCall]:
+                     params: DecoderParams | None = None, closed: bool = False,
+                     procedure: str = "auto", bank=None) -> list[GeneCall]:
     """Call genes on all contigs of one genome with statistics trained across them.
 
     Args:
@@ -639,23 +714,49 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         probs: optional {contig: float32 [L, 17]} per-base class probabilities (classes.py).
         params: decoder settings (default: fitted on the train genomes).
         closed: when True, genes may not run off contig ends (complete, closed replicons).
+        procedure: ``single`` self-trains the statistics on all records together, from the
+            GC-frame seed; ``meta`` treats each record on its own, starting from the
+            best-scoring pre-trained model of the bank (:mod:`genoctx.heads.meta_models`,
+            :meth:`GenomeDecoder.train_meta`; each call's ``attrs["model"]`` names it);
+            ``auto`` (default) is ``meta`` when the records hold under ``META_MAX_BP`` bases
+            in all, else ``single``.
+        bank: pre-trained models for ``meta`` (default: the shipped bank).
 
     Returns:
         Genes sorted by contig (input order) and start.
     """
     params = params or DecoderParams()
+    if procedure not in PROCEDURES:
+        raise InputError(f"procedure must be one of {', '.join(PROCEDURES)}, got {procedure!r}")
     names = [c for c, _ in records]
     if len(set(names)) != len(names):
         raise InputError("contig names must be unique within a genome")
     records = [(c, s) for c, s in records if len(s) > 0]
     if not records:
         return []
-    dec = GenomeDecoder(records, probs, params, closed)
-    return dec.calls(dec.train())
+    if procedure == "auto":
+        procedure = "meta" if sum(len(s) for _, s in records) < META_MAX_BP else "single"
+    if procedure == "single":
+        dec = GenomeDecoder(records, probs, params, closed)
+        return dec.calls(dec.train())
+    if bank is None:
+        from genoctx.heads.meta_models import default_bank
+
+        bank = default_bank()
+    out = []
+    for contig, seq in records:
+        dec = GenomeDecoder([(contig, seq)], {contig: probs[contig]} if probs and contig in probs
+                            else None, params, closed)
+        chosen, model = dec.train_meta(bank)
+        for g in dec.calls(chosen):
+            g.attrs["model"] = model
+            out.append(g)
+    return out
 
 
 def call_genes(seq: bytes, probs: np.ndarray | None = None, *, contig: str = "",
-               params: DecoderParams | None = None, closed: bool = False) -> list[GeneCall]:
+               params: DecoderParams | None = None, closed: bool = False,
+               procedure: str = "auto") -> list[GeneCall]:
     """Call genes on one sequence: ``seq`` (+ optional probs [L, 17]) → list of GeneCall.
 
     Example:
@@ -664,7 +765,7 @@ def call_genes(seq: bytes, probs: np.ndarray | None = None, *, contig: str = "",
         >>> genes = call_genes(seq, contig=name)   # sequence only; add probs [L, 17] if you have them
     """
     return call_genes_multi([(contig, seq)], None if probs is None else {contig: probs},
-                            params=params, closed=closed)
+                            params=params, closed=closed, procedure=procedure)
 
 
 # --------------------------------------------------------------------------- RNA features

@@ -121,7 +121,9 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
         lines.append("\t".join(col[:2] + ["gene"] + col[3:] + [".", _attrs(gene_attrs)]))
         sub = [("ID", f"{kind.lower()}_{gid}"), ("Parent", gid)]
         if kind == "CDS":
-            sub += [("start_codon", g.start_codon or None)] + part
+            # meta procedure: the pre-trained model of the decoder's bank it started from
+            bank_model = (getattr(g, "attrs", None) or {}).get("model")
+            sub += [("start_codon", g.start_codon or None)] + part + [("bank_model", bank_model)]
         else:  # RNA genes from a sequence finder say what they are and which tool found them
             info = getattr(g, "attrs", None) or {}
             sub += [(k, info.get(k)) for k in ("product", "inference", "partial")]

@@ -21,7 +21,9 @@ from genoctx.heads.annotation import load_annotation_model
 from genoctx.model import checkpoint
 
 MAX_BYTES = 25 * 1024 * 1024
-KEEP_PREFIX = "orf_scorer"  # files of genoctx.heads.orf_scorer, which ship() leaves in place
+# files fitted apart from the checkpoint runs, which ship() leaves in place: the ORF scorer
+# (genoctx.heads.orf_scorer) and the decoder's model bank (genoctx.heads.meta_models)
+KEEP_PREFIX = ("orf_scorer", "meta_models")
 
 
 def _with_wall(record: dict, run_dir: Path) -> dict:
@@ -62,7 +64,7 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     size = sum(p.stat().st_size for p in files)
     if size > MAX_BYTES:
         raise SystemExit(f"export is {size / 2**20:.1f} MiB; the embedded default must be <= 25 MiB")
-    for p in dest.glob("*"):  # the decoder's ORF scorer is fitted on its own, not by a run
+    for p in dest.glob("*"):  # the decoder's ORF scorer and model bank are fitted on their own
         if p.is_file() and p.name != "__init__.py" and not p.name.startswith(KEEP_PREFIX):
             p.unlink()
     for p in files:
@@ -107,6 +109,12 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
                    "fitted on the train-role bacterial genomes by `python -m "
                    "genoctx.heads.orf_scorer` (command, inputs and sha256 in `orf_scorer.json`); "
                    "shipping a run keeps them."), ""]
+    if (dest / "meta_models.json").is_file():
+        lines += [("The `meta_models.*` files are the gene decoder's bank of pre-trained models "
+                   "for short sequences (`--procedure meta`), self-trained on the train and "
+                   "pretrain-only bacterial genomes by `python -m genoctx.heads.meta_models` "
+                   "(command, inputs and sha256 in `meta_models.json`); shipping a run keeps "
+                   "them."), ""]
     if metrics is not None:
         lines += validation_lines(json.loads(metrics.read_text()))
     (dest / "README.md").write_text("\n".join(lines) + "\n")

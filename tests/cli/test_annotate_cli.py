@@ -220,11 +220,29 @@ def test_eukaryote_region_is_placed_on_the_contig(worm, tmp_path, cli):
     (["--mode", "archaea"], "mode must be one of"),
     (["--rna", "model", "--model", "none"], "needs a model"),
     (["--rna", "infernal"], "rna must be one of"),
+    (["--procedure", "metagenome"], "procedure must be one of"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):
     code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])
     assert code != 0 and message in err and "Traceback" not in err
     assert not list(tmp_path.glob("x*"))
+
+
+def test_procedure_names_the_bank_model_or_self_trains(annotated, example_fasta, tmp_path, cli):
+    """A 9.6-kb plasmid alone is under the auto limit: its genes come from a bank model, named
+    on every CDS row; --procedure single self-trains on it and names none."""
+    from genoctx.heads.meta_models import default_bank
+
+    names = {m.name for m in default_bank()}
+    rows = [r.split("\t") for r in (annotated / "p.gff3").read_text().splitlines()
+            if r and not r.startswith("#")]
+    cds = [dict(a.split("=", 1) for a in r[8].split(";")) for r in rows if r[2] == "CDS"]
+    assert cds and all(a.get("bank_model") in names for a in cds)
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--procedure", "single",
+                        "--formats", "gff3", "--out", tmp_path / "s", "--quiet"])
+    assert code == 0, err
+    text = (tmp_path / "s.gff3").read_text()
+    assert "\tCDS\t" in text and "bank_model=" not in text
 
 
 # ------------------------------------------------------------------ RNA genes (--rna)

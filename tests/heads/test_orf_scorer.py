@@ -127,7 +127,7 @@ def test_decoder_uses_the_scorer(pcp1):
     d.set_orf_adjust(_Fixed(0.0))
     assert d.calls(d.decode()) == plain
     # the shipped default adds the scorer's bounded term to each ORF's log-odds
-    shipped = call_genes(seq.encode(), contig=cid)
+    shipped = call_genes(seq.encode(), contig=cid, procedure="single")
     logit = {(g.strand, g.start, g.end): g.attrs["logit"] for g in plain}
     bound = osc.default_scorer().weight * osc.default_scorer().clip
     same = [(g.attrs["logit"], logit[(g.strand, g.start, g.end)]) for g in shipped

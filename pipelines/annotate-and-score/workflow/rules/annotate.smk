@@ -41,6 +41,7 @@ rule annotate_shard:
         window_overlap=config["annotate"]["window_overlap"],
         batch_size=config["annotate"]["batch_size"],
         rna=config["annotate"]["rna"],
+        procedure=config["annotate"].get("procedure", "auto"),
     log:
         "logs/annotate/{sample}/{shard}.log",
     threads: config["annotate"]["threads"]
@@ -55,6 +56,7 @@ rule annotate_shard:
         " --out {params.prefix:q} --formats {params.formats} --model {params.model:q}"
         " --device {params.device} --context {params.context}"
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
+        " --procedure {params.procedure}"
         " > {log:q} 2>&1"
 
 

@@ -1,0 +1,171 @@
+"""The decoder's bank of pre-trained models and the meta procedure for short sequences."""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from genoctx.errors import InputError
+from genoctx.eval.metrics import gene_metrics
+from genoctx.heads import meta_models as mm
+from genoctx.heads.decoder import (
+    META_MAX_BP,
+    DecoderParams,
+    GenomeDecoder,
+    call_genes_multi,
+)
+
+BMEL = "genomes/bacteria/Brucella_melitensis_16M.gbff.gz"
+
+
+def _fake(name: str, gc: float, seed: int = 0) -> mm.MetaModel:
+    r = np.random.default_rng(seed)
+    return mm.MetaModel(name, gc, r.normal(size=(3, 4096)).astype(np.float32),
+                        r.normal(size=4096).astype(np.float32), r.normal(size=4).astype(np.float32),
+                        r.normal(size=len(mm.default_bank()[0].rbs_llr)).astype(np.float32),
+                        r.normal(size=mm.default_bank()[0].pwm_llr_PB.shape).astype(np.float32))
+
+
+def test_shipped_bank_matches_its_record_and_names_no_held_out_genome(data_root):
+    from genoctx.io.dataroot import TRAINABLE_ROLES, load_manifest
+
+    info = json.loads((mm.WEIGHTS_DIR / "meta_models.json").read_text())
+    digest = hashlib.sha256((mm.WEIGHTS_DIR / mm.FILE).read_bytes()).hexdigest()
+    assert info["sha256"] == digest
+    bank = mm.default_bank()
+    assert {m.name: round(m.gc, 4) for m in bank} == info["models"]
+    roles = {e.path: e.role for e in load_manifest(data_root).values()}
+    assert info["files"] and all(roles[p] in TRAINABLE_ROLES for p in info["files"])
+    assert not any("Brucella" in m.name or "Haemophilus" in m.name for m in bank)
+    for m in bank:
+        assert m.llr_QK.shape == (3, 4096) and np.isfinite(m.llr_QK).all()
+
+
+def test_shipped_model_is_what_the_code_builds(data_root):
+    """Rebuilding one entry from its train genome gives the shipped tensors exactly."""
+    rel = "genomes/bacteria/Chlamydia_trachomatis_NC_000117.1.gbff.gz"
+    genomes = [g for g in mm.bank_genomes(data_root) if g[0] == "Chlamydia_trachomatis_NC_000117.1"]
+    assert len(genomes) == 1 and (data_root / rel).is_file()
+    built = mm.build(genomes)[0]
+    shipped = {m.name: m for m in mm.default_bank()}[built.name]
+    assert built.gc == pytest.approx(shipped.gc, abs=1e-12)
+    for part in mm.PARTS:
+        np.testing.assert_array_equal(getattr(built, part), getattr(shipped, part))
+
+
+def test_bank_builder_reads_through_the_role_guard(monkeypatch, data_root):
+    """Every file the builder reads passes the training loader's role guard first."""
+    from genoctx.io import dataroot
+
+    seen = []
+
+    def guard(path, root=None):
+        seen.append(path)
+        raise dataroot.DataRoleError(f"refused {path}")
+
+    monkeypatch.setattr(dataroot, "require_trainable", guard)
+    with pytest.raises(dataroot.DataRoleError):
+        mm.bank_genomes(data_root)
+    assert len(seen) == 1
+
+
+def test_save_load_round_trip_and_refusals(tmp_path):
+    bank = [_fake("a", 0.4, 1), _fake("b", 0.6, 2)]
+    mm.save_bank(bank, tmp_path)
+    back = mm.load_bank(tmp_path)
+    assert [m.name for m in back] == ["a", "b"] and [m.gc for m in back] == [0.4, 0.6]
+    for m0, m1 in zip(bank, back):
+        for p in mm.PARTS:
+            np.testing.assert_array_equal(getattr(m0, p), getattr(m1, p))
+    data = bytearray((tmp_path / mm.FILE).read_bytes())
+    data[-1] ^= 1
+    (tmp_path / mm.FILE).write_bytes(bytes(data))
+    with pytest.raises(InputError, match="sha256"):
+        mm.load_bank(tmp_path)
+    (tmp_path / mm.FILE).unlink()
+    with pytest.raises(InputError, match="missing"):
+        mm.load_bank(tmp_path)
+    with pytest.raises(ValueError):
+        mm.save_bank([_fake("x/y", 0.5)], tmp_path)
+
+
+def test_candidates_follow_gc():
+    bank = (_fake("low", 0.30), _fake("mid", 0.50), _fake("high", 0.68))
+    assert [m.name for m in mm.candidates(bank, 0.50)] == ["mid"]
+    lo, hi = mm.gc_window(0.50)
+    assert lo < 0.50 < hi
+    assert [m.name for m in mm.candidates(bank, 0.70)] == ["high"]
+    # nothing in the window: the nearest model
+    assert [m.name for m in mm.candidates((_fake("mid", 0.5),), 0.15)] == ["mid"]
+    with pytest.raises(InputError):
+        mm.candidates((), 0.5)
+
+
+@pytest.fixture(scope="module")
+def bmel(data_root):
+    from genoctx.io.annotation import read_genes, read_sequences_genbank
+
+    records = [(c, s) for c, s in read_sequences_genbank(data_root / BMEL) if len(s)]
+    return records, read_genes(data_root / BMEL)
+
+
+def _windows(bmel, size, n):
+    (name, seq), truth = bmel[0][0], bmel[1]
+    out = []
+    for k in range(n):
+        lo = 100_000 + k * 250_000
+        win = (f"w{k}", seq[lo:lo + size])
+        genes = [dataclasses_replace(g, contig=f"w{k}", start=g.start - lo, end=g.end - lo)
+                 for g in truth if g.contig == name and lo <= g.start and g.end <= lo + size]
+        out.append((win, genes))
+    return out
+
+
+def dataclasses_replace(g, **kw):
+    import dataclasses
+
+    return dataclasses.replace(g, parts=[], **kw)
+
+
+def test_meta_finds_genes_self_training_cannot_on_short_regions(bmel):
+    """On 10-kb pieces of a held-out genome the bank beats self-training by a wide margin."""
+    got = {"single": [], "meta": []}
+    truth = []
+    for win, genes in _windows(bmel, 10_000, 6):
+        truth += genes
+        for proc in got:
+            calls = call_genes_multi([win], procedure=proc)
+            got[proc] += [g for g in calls if not g.partial[0] and not g.partial[1]]
+    single, meta = (gene_metrics(got[p], truth) for p in ("single", "meta"))
+    assert meta.f1 >= 0.85
+    assert meta.f1 > single.f1 + 0.05
+    assert all("model" in g.attrs for g in got["meta"])
+    assert not any("model" in g.attrs for g in got["single"])
+
+
+def test_auto_switches_on_total_length(bmel):
+    seq = bmel[0][0][1]
+    short = call_genes_multi([("a", seq[:20_000])])
+    assert short and all("model" in g.attrs for g in short)
+    long = call_genes_multi([("a", seq[:META_MAX_BP + 1000])])
+    assert long and not any("model" in g.attrs for g in long)
+    # many short records adding up past the limit: one genome, self-trained together
+    parts = [(f"c{i}", seq[i * 40_000:(i + 1) * 40_000]) for i in range(4)]
+    assert not any("model" in g.attrs for g in call_genes_multi(parts))
+    with pytest.raises(InputError, match="procedure"):
+        call_genes_multi([("a", seq[:5000])], procedure="metagenome")
+
+
+def test_bank_model_weighs_as_prior_bases(bmel):
+    """With a prior of enormous weight the statistics stay the bank model's; with none they are
+    the sequence's own."""
+    rec = [("a", bmel[0][0][1][:30_000])]
+    heavy = GenomeDecoder(rec, None, DecoderParams(meta_prior_bases=1e15))
+    _, name = heavy.train_meta(mm.default_bank())
+    model = {m.name: m for m in mm.default_bank()}[name]
+    np.testing.assert_allclose(heavy.coding_model.llr_QK, model.llr_QK, atol=1e-5)
+    np.testing.assert_allclose(heavy.start_model.rbs_llr, model.rbs_llr, atol=1e-5)
+    light = GenomeDecoder(rec, None, DecoderParams(meta_prior_bases=1e-9))
+    light.train_meta(mm.default_bank())
+    assert np.abs(light.coding_model.llr_QK - model.llr_QK).max() > 0.5
