@@ -70,6 +70,12 @@ def annotate(
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "
                    + ", ".join(str(p) for p in written), err=True)
+        bank = sorted({a["model"] for g in result.genes
+                       if "model" in (a := getattr(g, "attrs", None) or {})})
+        if bank:
+            typer.echo("gene statistics started from pre-trained decoder model(s) "
+                       f"{', '.join(bank)} (--procedure single self-trains on the input)",
+                       err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.heads import classes
-from genoctx.heads.decoder import PROCEDURES, DecoderParams, call_genes_multi
+from genoctx.heads.decoder import META_MAX_BP, PROCEDURES, DecoderParams, call_genes_multi
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar, status
@@ -116,7 +116,7 @@ def _finders_run(rna: str) -> bool:
 
 def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                    params: DecoderParams | None = None, rna: str = "auto",
-                   procedure: str = "auto", bank=None):
+                   procedure: str = "auto", bank=None, progress=None):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
@@ -126,7 +126,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     """
     from genoctx.heads import rna_genes
 
-    genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank)
+    genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
+                             progress=progress)
     if not _finders_run(rna):
         return genes, None
     found = rna_genes.find_rna_genes([(c, s) for c, s in records if len(s)])
@@ -205,9 +206,16 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         for name, t in zip(names, targets):
             out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode)
-    with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
-        genes, found = call_bacterial(records, probs or None, params=params,
-                                      rna=rna if use_tools else "none", procedure=procedure)
+    per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
+    if per_record and len(records) > 1:  # many contigs, each decoded on its own: show a bar
+        with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
+            genes, found = call_bacterial(records, probs or None, params=params,
+                                          rna=rna if use_tools else "none", procedure=procedure,
+                                          progress=bar.advance)
+    else:
+        with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
+            genes, found = call_bacterial(records, probs or None, params=params,
+                                          rna=rna if use_tools else "none", procedure=procedure)
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
         mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]

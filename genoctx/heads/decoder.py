@@ -705,7 +705,7 @@ META_MAX_BP = 150_000
 
 def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                      params: DecoderParams | None = None, closed: bool = False,
-                     procedure: str = "auto", bank=None) -> list[GeneCall]:
+                     procedure: str = "auto", bank=None, progress=None) -> list[GeneCall]:
     """Call genes on all contigs of one genome with statistics trained across them.
 
     Args:
@@ -721,6 +721,7 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
             ``auto`` (default) is ``meta`` when the records hold under ``META_MAX_BP`` bases
             in all, else ``single``.
         bank: pre-trained models for ``meta`` (default: the shipped bank).
+        progress: optional callable given the bases of each record as ``meta`` finishes it.
 
     Returns:
         Genes sorted by contig (input order) and start.
@@ -751,6 +752,8 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         for g in dec.calls(chosen):
             g.attrs["model"] = model
             out.append(g)
+        if progress is not None:
+            progress(len(seq))
     return out
 
 

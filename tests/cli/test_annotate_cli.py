@@ -243,6 +243,9 @@ def test_procedure_names_the_bank_model_or_self_trains(annotated, example_fasta,
     assert code == 0, err
     text = (tmp_path / "s.gff3").read_text()
     assert "\tCDS\t" in text and "bank_model=" not in text
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--formats", "gff3",
+                        "--out", tmp_path / "m"])
+    assert code == 0 and "pre-trained decoder model(s) " in err, err
 
 
 # ------------------------------------------------------------------ RNA genes (--rna)

@@ -155,6 +155,10 @@ def test_auto_switches_on_total_length(bmel):
     assert not any("model" in g.attrs for g in call_genes_multi(parts))
     with pytest.raises(InputError, match="procedure"):
         call_genes_multi([("a", seq[:5000])], procedure="metagenome")
+    done = []
+    recs = [("x", seq[:8000]), ("y", seq[8000:11000])]
+    call_genes_multi(recs, procedure="meta", progress=done.append)
+    assert done == [8000, 3000]
 
 
 def test_bank_model_weighs_as_prior_bases(bmel):
