@@ -83,7 +83,10 @@ def save_bank(bank: list[MetaModel], folder: Path) -> Path:
             raise ValueError(f"model name {m.name!r} contains '/'")
         for p in PARTS:
             t[f"{m.name}/{p}"] = np.ascontiguousarray(getattr(m, p), dtype=np.float32)
-    meta = {"models": json.dumps([[m.name, m.gc] for m in bank]), "parts": ",".join(PARTS)}
+    # one metadata key: safetensors writes several in no fixed order, and the file's sha256
+    # must not change from one build to the next
+    meta = {"bank": json.dumps({"models": [[m.name, m.gc] for m in bank], "parts": list(PARTS)},
+                               sort_keys=True)}
     path = folder / FILE
     save_file(t, str(path), metadata=meta)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -105,12 +108,12 @@ def load_bank(folder: Path = WEIGHTS_DIR) -> tuple[MetaModel, ...]:
     if got != want:
         raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want})")
     with safe_open(str(path), framework="numpy") as f:
-        meta = f.metadata() or {}
-        if meta.get("parts") != ",".join(PARTS):
+        meta = json.loads((f.metadata() or {}).get("bank", "{}"))
+        if meta.get("parts") != list(PARTS):
             raise InputError(f"{path}: holds parts {meta.get('parts')!r}, this code reads "
-                             f"{','.join(PARTS)!r}; rebuild it")
+                             f"{list(PARTS)!r}; rebuild it")
         return tuple(MetaModel(name, float(gc), *(f.get_tensor(f"{name}/{p}") for p in PARTS))
-                     for name, gc in json.loads(meta["models"]))
+                     for name, gc in meta["models"])
 
 
 @functools.lru_cache(maxsize=1)

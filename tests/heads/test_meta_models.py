@@ -90,6 +90,20 @@ def test_save_load_round_trip_and_refusals(tmp_path):
         mm.save_bank([_fake("x/y", 0.5)], tmp_path)
 
 
+def test_saved_bytes_do_not_depend_on_the_run(tmp_path):
+    """The shipped sha256 must come out of every rebuild: one metadata key (safetensors writes
+    several in no fixed order), tensors in a fixed order."""
+    import struct
+
+    bank = [_fake("a", 0.4, 1), _fake("b", 0.6, 2)]
+    mm.save_bank(bank, tmp_path / "one")
+    mm.save_bank(bank, tmp_path / "two")
+    raw = (tmp_path / "one" / mm.FILE).read_bytes()
+    assert raw == (tmp_path / "two" / mm.FILE).read_bytes()
+    header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    assert list(header["__metadata__"]) == ["bank"]
+
+
 def test_candidates_follow_gc():
     bank = (_fake("low", 0.30), _fake("mid", 0.50), _fake("high", 0.68))
     assert [m.name for m in mm.candidates(bank, 0.50)] == ["mid"]
