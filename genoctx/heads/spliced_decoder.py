@@ -58,6 +58,9 @@ codons when its last base is read after the acceptor. Transitions (``t-1 → t``
 Transition log-probabilities come from geometric lengths (``DecoderParams``: mean intergenic,
 exon and intron lengths; both strands equally likely), so mirrored paths score the same and the
 reverse complement of the input gives the mirrored genes. The path starts and ends in ``IG``.
+Entering and leaving an intron also scores the splice sites' context (``splice_weight`` × the
+log-likelihood ratios of :mod:`genoctx.heads.splice_sites`, fitted on the train eukaryotes): the
+donor ``MAG|GTRAGT`` and the acceptor ``YYYY…CAG|G`` beyond the GT / AG the gates require.
 
 Sequences of a batch run together (the batch is the vector dimension of every step); the loop is
 over positions, each step a handful of numpy operations on a ``[B, S, K]`` array: about 10 s of
@@ -101,6 +104,7 @@ class DecoderParams:
     mean_intron: float = 150.0
     floor: float = 1e-6         # probabilities are clipped here before the log
     scaled: bool = True         # divide by the prior (hybrid HMM): see decode_many
+    splice_weight: float = 1.0  # × the splice-site matrices' log-odds (heads.splice_sites); 0: off
 
     def __post_init__(self):
         if self.min_intron < 5:
@@ -290,6 +294,11 @@ class _Machine:
                 delayed.append((col, r.strand))
         self.delayed_cols = np.asarray([c for c, _ in delayed], dtype=np.intp)
         self.delayed_strand = [s for _, s in delayed]
+        # columns entering an intron (donor-gated: its first forward base is t) and leaving it
+        # (acceptor-gated: t is the next coding base), per strand: the splice-site scores go here
+        self.site_cols = {(s, kind): np.asarray(
+            [col for col, r in self.slot if r.strand == s and r.cond[0].startswith(kind)],
+            dtype=np.intp) for s in (1, -1) for kind in ("donor", "acceptor")}
 
 
 # ----------------------------------------------------------------------------- signals
@@ -439,6 +448,16 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
         f_of = np.asarray(mc.f_states + [S])[np.clip(src - S, 0, mc.nF)]
         pred_r[r] = np.where(src < S, prev * (S + 1) + src,
                              np.where(src < S + mc.nF, late * (S + 1) + f_of, S))
+    site = None
+    if p.splice_weight:
+        from genoctx.heads.splice_sites import default_matrices, transition_scores
+
+        donor, acceptor = default_matrices()
+        site = {k: np.zeros((B, Lmax + 1)) for k in mc.site_cols}
+        for b, x in enumerate(codes):
+            for s, (start, end) in transition_scores(x, donor, acceptor).items():
+                site[(s, "donor")][b, :len(start)] = p.splice_weight * start
+                site[(s, "acceptor")][b, :len(end)] = p.splice_weight * end
     rows = [hist[:, r, :S] for r in range(m)]
     bp_LBS = np.zeros((Lmax, B, S), dtype=np.int8)
     cand = np.empty((B, S * K))
@@ -451,7 +470,7 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
     for a in range(0, Lmax, block):
         e = min(a + block, Lmax)
         T = e - a
-        tr_TBX, em_TBS = _block_scores(mc, xp, ch_BLC, cum, a, e, m)
+        tr_TBX, em_TBS = _block_scores(mc, xp, ch_BLC, cum, a, e, m, site)
         for i in range(T):
             r = (a + i) % m
             flat.take(pred_r[r], axis=1, out=cand)
@@ -466,9 +485,10 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
     return [_traceback(bp_LBS[:, b], mc, m, lens[b]) for b in range(B)]
 
 
-def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int):
+def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int, site=None):
     """Transition scores ``[T, B, S*K]`` (float32) and emissions ``[T, B, S]`` for positions
-    a..e-1: each distinct sequence test is evaluated once, then gathered into its columns."""
+    a..e-1: each distinct sequence test is evaluated once, then gathered into its columns;
+    ``site`` adds the splice-site scores ``{(strand, donor|acceptor): [B, L + 1]}``."""
     B, T = ch_BLC.shape[0], e - a
     sig = _Signals(xp, a, e)
     sig_of = {s.strand: s for s in _SIGNALS}
@@ -484,6 +504,10 @@ def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int):
         cols = mc.delayed_cols
         tr_TBX[:, :, cols] = np.where(ok_TBX[:, :, cols], tr_TBX[:, :, cols]
                                       + extra.transpose(1, 0, 2), np.float32(NEG))
+    if site is not None:
+        for key, cols in mc.site_cols.items():
+            if cols.size:
+                tr_TBX[:, :, cols] += site[key][:, a:e].T.astype(np.float32)[:, :, None]
     em_TBS = np.ascontiguousarray(ch_BLC[:, a:e][:, :, mc.chan_idx].transpose(1, 0, 2))
     return tr_TBX, em_TBS
 
