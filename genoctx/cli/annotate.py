@@ -17,6 +17,8 @@ EPILOG = """Examples:
   genoctx annotate worm_chunk.fa --mode eukaryote --out worm   # spliced genes (exons, CDS)
 
   genoctx annotate contigs.fa --procedure meta --out contigs   # metagenomic contigs, each alone
+
+  genoctx annotate mycoplasma.fa -g 4 --out myco               # genetic code 4 (TGA = Trp)
 """
 
 
@@ -44,6 +46,9 @@ def annotate(
                                   "(self-trained on all records together), meta (each record "
                                   "from the best pre-trained model of the bank, then adapted) or "
                                   "auto (meta under 150 kb in all, else single)."),
+    translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "
+                                          "of the genes: 11 (bacteria, archaea) or 4 (TGA = Trp: "
+                                          "Mycoplasma, Spiroplasma, Ureaplasma)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
@@ -65,6 +70,7 @@ def annotate(
                             device=resolve_device(device), context=context, overlap=overlap,
                             batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                             rna=rna.lower(), procedure=procedure.lower(),
+                            translation_table=translation_table,
                             need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
     written = write_annotation(prefix, result, chosen)
     if not quiet:

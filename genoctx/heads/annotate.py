@@ -21,6 +21,7 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.heads import classes
 from genoctx.heads.decoder import META_MAX_BP, PROCEDURES, DecoderParams, call_genes_multi
+from genoctx.heads.orfs import TABLE_STOPS
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar, status
@@ -139,7 +140,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    context: int = 8192, overlap: int = 256, batch_size: int = 4,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
-                   procedure: str = "auto") -> Annotation:
+                   procedure: str = "auto", translation_table: int = 11) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -148,8 +149,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     from the sequence finders are dropped. With ``need_tracks=False`` the model runs only when
     something else uses its probabilities (the checkpoint's decoder weights, RNA genes from the
     head, eukaryote mode); otherwise genes come out the same without it, much faster.
-    ``procedure`` chooses how the gene decoder gets its statistics
-    (:func:`genoctx.heads.decoder.call_genes_multi`).
+    ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
+    which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
@@ -158,6 +159,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if procedure not in PROCEDURES:
         raise InputError(f"procedure must be one of {', '.join(PROCEDURES)}, got {procedure!r}")
+    if translation_table not in TABLE_STOPS:
+        raise InputError(f"translation table must be one of "
+                         f"{', '.join(map(str, TABLE_STOPS))}, got {translation_table!r}")
     if rna == "model" and model is None:
         raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
     use_tools = _finders_run(rna) and mode == "prokaryote"
@@ -178,7 +182,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
         model_dir = checkpoint.resolve_checkpoint(model)
         sha = checkpoint.verify_digest(model_dir)
-    params = decoder_params(model_dir)
+    params = dataclasses.replace(decoder_params(model_dir), translation_table=translation_table)
     if model is not None and (need_tracks or mode == "eukaryote" or _uses_head(params)
                               or (not use_tools and rna in ("auto", "model"))):
         backbone, head = load_annotation_model(model, device=device)

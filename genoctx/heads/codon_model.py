@@ -146,21 +146,22 @@ def fit_coding_model(coding_QK: np.ndarray, background_K: np.ndarray,
     return CodingModel(np.clip(llr, -clip, clip).astype(np.float32))
 
 
-def stop_probability(gc: float) -> float:
-    """Chance that a random codon is a stop (TAA, TAG, TGA) at genome G+C fraction ``gc``."""
+def stop_probability(gc: float, table: int = 11) -> float:
+    """Chance that a random codon is a stop at genome G+C fraction ``gc``: TAA, TAG, TGA
+    (translation table 11), or TAA, TAG (table 4)."""
     at, g = (1.0 - gc) / 2.0, gc / 2.0
-    return at ** 3 + 2.0 * at * at * g
+    return at ** 3 + (2.0 if table == 11 else 1.0) * at * at * g
 
 
 def length_factor(num_codons: np.ndarray, gc: float, ref: float = 80.0,
-                  linear_from: float = 1000.0) -> np.ndarray:
+                  linear_from: float = 1000.0, table: int = 11) -> np.ndarray:
     """Log-odds that an open frame this long is not chance, relative to one of ``ref`` codons.
 
     A random frame stays open for n codons with probability q**n (q = 1 - stop probability), so
     log((1 - q**n) / q**n) measures how surprising the length is (Prodigal's length factor).
     Beyond ``linear_from`` codons it grows linearly, so very long genes do not dominate.
     """
-    q = 1.0 - stop_probability(gc)
+    q = 1.0 - stop_probability(gc, table)
 
     def lo(n):
         return np.log1p(-q ** n) - n * np.log(q)

@@ -51,6 +51,7 @@ from genoctx.heads.codon_model import (
     length_factor,
 )
 from genoctx.heads.orfs import (
+    TABLE_STOPS,
     Candidates,
     encode,
     find_candidates,
@@ -134,6 +135,7 @@ class DecoderParams:
     starts_per_orf: int = 4           # best starts of each ORF that enter the DP
     orf_scorer: bool = True           # add the cross-genome ORF scorer's view (heads.orf_scorer)
     meta_prior_bases: float = 300_000.0  # meta: coding bases the bank model weighs as
+    translation_table: int = 11       # 11 or 4 (TGA = Trp: Mycoplasma); see call_genes_multi
     neural_clip: float = 6.0
     start_weights: tuple[float, ...] = START_WEIGHTS              # START_PARTS
     gene_weights: tuple[float, ...] = GENE_WEIGHTS                # FEATURES..., bias
@@ -195,7 +197,7 @@ def _neural_codon_scores(probs_LC: np.ndarray, clip: float) -> list[np.ndarray]:
 
 def _make_strand(contig: str, x: np.ndarray, strand: int, probs_LC: np.ndarray | None,
                  params: DecoderParams, closed: bool) -> _Strand:
-    cand = find_candidates(x, closed=closed, min_len=params.min_len,
+    cand = find_candidates(x, closed=closed, table=params.translation_table, min_len=params.min_len,
                            min_edge_len=params.min_edge_len)
     kidx, valid = kmer_index(x)
     table = StartTable(cand.stype, rbs_presence(motif_hits(x), cand.start),
@@ -344,7 +346,7 @@ def _group_cummax(v: np.ndarray, group: np.ndarray) -> np.ndarray:
     return v[order[top]]
 
 
-def coding_part(cand: Candidates, coding: np.ndarray, gc: float) -> np.ndarray:
+def coding_part(cand: Candidates, coding: np.ndarray, gc: float, table: int = 11) -> np.ndarray:
     """Coding part of the start-choice score of every candidate (nats), [N].
 
     Prodigal's shape: the coding score, minus the coding an inner start gives up relative to
@@ -355,7 +357,7 @@ def coding_part(cand: Candidates, coding: np.ndarray, gc: float) -> np.ndarray:
     start), so the longest start of each ORF comes first.
     """
     c = coding - (_group_cummax(coding, cand.orf) - coding)
-    lf = LENGTH_WEIGHT * length_factor((cand.end - cand.start) / 3.0, gc)
+    lf = LENGTH_WEIGHT * length_factor((cand.end - cand.start) / 3.0, gc, table=table)
     lf_best = _group_cummax(lf, cand.orf)
     lf = lf - np.clip(np.minimum(lf_best - lf, lf), 0.0, None)
     c = np.where((lf > 3.0) & (c < 0.5 * lf), 0.5 * lf, c) + lf
@@ -503,7 +505,7 @@ class GenomeDecoder:
     def coding_part(self, si: int) -> np.ndarray:
         """Coding part of the start-choice score of strand ``si``'s candidates, [N]."""
         s = self.strands[si]
-        return coding_part(s.cand, s.coding(), self.gc)
+        return coding_part(s.cand, s.coding(), self.gc, self.params.translation_table)
 
     def features(self, si: int) -> tuple[np.ndarray, np.ndarray]:
         """Gene features [N, len(FEATURES)] and start-choice parts [N, len(START_PARTS)]."""
@@ -521,7 +523,7 @@ class GenomeDecoder:
                 m = s.cand.frame == f
                 c = np.concatenate([[0.0], np.cumsum(s.neural_codon[f])])
                 neural[m] = c[s.cand.k[m]] - c[s.cand.j[m]]
-        cpart = coding_part(s.cand, cod, self.gc)
+        cpart = coding_part(s.cand, cod, self.gc, self.params.translation_table)
         parts = np.column_stack([cpart, st_N3, neural])
         sw = np.asarray(self.params.start_weights)
         start = st_N3 @ sw[1:4] / sw[START_PARTS.index("type")]  # in units of codon-type LLR
@@ -723,12 +725,19 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         bank: pre-trained models for ``meta`` (default: the shipped bank).
         progress: optional callable given the bases of each record as ``meta`` finishes it.
 
+    The translation table is ``params.translation_table``: 11 by default, 4 for genomes that
+    read TGA as tryptophan (Mycoplasma, Spiroplasma, Ureaplasma); calls then carry
+    ``attrs["transl_table"]``. It is not detected: give it, as Prodigal's ``-g 4``.
+
     Returns:
         Genes sorted by contig (input order) and start.
     """
     params = params or DecoderParams()
     if procedure not in PROCEDURES:
         raise InputError(f"procedure must be one of {', '.join(PROCEDURES)}, got {procedure!r}")
+    if params.translation_table not in TABLE_STOPS:
+        raise InputError(f"translation table must be one of {', '.join(map(str, TABLE_STOPS))}, "
+                         f"got {params.translation_table!r}")
     names = [c for c, _ in records]
     if len(set(names)) != len(names):
         raise InputError("contig names must be unique within a genome")
@@ -737,6 +746,15 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         return []
     if procedure == "auto":
         procedure = "meta" if sum(len(s) for _, s in records) < META_MAX_BP else "single"
+    out = _decode_records(records, probs, params, closed, procedure, bank, progress)
+    if params.translation_table != 11:
+        for g in out:
+            g.attrs["transl_table"] = params.translation_table
+    return out
+
+
+def _decode_records(records, probs, params, closed, procedure, bank, progress) -> list[GeneCall]:
+    """The calls of ``call_genes_multi`` once its arguments are checked and resolved."""
     if procedure == "single":
         dec = GenomeDecoder(records, probs, params, closed)
         return dec.calls(dec.train())

@@ -40,12 +40,13 @@ FEATURE_NAMES = ("log_odds", "coding", "coding_per_codon", "start", "log_length"
 SKIP_MARGIN = 10.0  # nats below −weight × clip under which an ORF is not scored
 
 
-def _codon_table() -> np.ndarray:
+@functools.lru_cache(maxsize=4)
+def _codon_table(table_id: int = 11) -> np.ndarray:
     """Amino-acid index (0..19; 20 stop; 21 a codon with N) of 25·b1 + 5·b2 + b3, codes ACGTN,
-    from Biopython's translation table 11 (as heads.consequence uses its table 1)."""
+    from Biopython's translation table ``table_id`` (as heads.consequence uses its table 1)."""
     from Bio.Data.CodonTable import unambiguous_dna_by_id
 
-    table = unambiguous_dna_by_id[11]
+    table = unambiguous_dna_by_id[table_id]
     out = np.full(125, 21, dtype=np.int64)
     for a, b, c in np.ndindex(4, 4, 4):
         codon = "ACGT"[a] + "ACGT"[b] + "ACGT"[c]
@@ -58,13 +59,15 @@ CODON_AA = _codon_table()
 
 
 def translation_features(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.ndarray,
-                         gc: float) -> np.ndarray:
+                         gc: float, table: int = 11) -> np.ndarray:
     """Amino-acid composition of codons ``j+1 .. k-1`` of each ORF (its translation after the
-    start codon), then its G+C and third-position G+C minus the genome's ``gc``, [N, 22].
+    start codon, in translation table ``table``), then its G+C and third-position G+C minus the
+    genome's ``gc``, [N, 22].
 
     ``x`` is one strand's base codes (0..3 ACGT, 4 N); ``frame``/``j``/``k`` as in
     :class:`genoctx.heads.orfs.Candidates`.
     """
+    codon_aa = _codon_table(table)
     xi = x.astype(np.int64)
     gcb = ((x == 1) | (x == 2)).astype(np.float64)
     out = np.zeros((len(j), 22))
@@ -73,7 +76,7 @@ def translation_features(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.
         m = np.flatnonzero(frame == f)
         if n <= 0 or not len(m):
             continue
-        codons = CODON_AA[25 * xi[f:f + 3 * n:3] + 5 * xi[f + 1:f + 3 * n:3][:n]
+        codons = codon_aa[25 * xi[f:f + 3 * n:3] + 5 * xi[f + 1:f + 3 * n:3][:n]
                           + xi[f + 2:f + 3 * n:3][:n]]
         g = gcb[f:f + 3 * n].reshape(n, 3)
         lo = np.minimum(j[m] + 1, n)
@@ -240,7 +243,8 @@ def decoder_rows(d, truth=None) -> tuple[np.ndarray, np.ndarray | None, list[np.
     for si, s in enumerate(d.strands):
         best, logit, gene = d.orf_table(si)
         c = s.cand
-        tr = translation_features(s.x, c.frame[best], c.j[best], c.k[best], d.gc)
+        tr = translation_features(s.x, c.frame[best], c.j[best], c.k[best], d.gc,
+                                  d.params.translation_table)
         rows.append(np.column_stack([logit, gene[:, :5], tr]))
         where.append(best)
         if true is not None:

@@ -1,4 +1,4 @@
-"""Open reading frames and candidate genes on one strand (translation table 11).
+"""Open reading frames and candidate genes on one strand (translation table 11 or 4).
 
 Every routine here sees a single strand: the minus strand is handled as the plus strand of the
 reverse complement, and :func:`to_forward` maps a strand interval back to forward coordinates.
@@ -29,6 +29,10 @@ def _codon(s: str) -> int:
 
 
 STOP_CODONS = np.array([_codon(c) for c in ("TAA", "TAG", "TGA")])
+# stop codons of the translation tables the decoder knows: 11 (bacteria, archaea, plastids) and
+# 4 (Mycoplasma, Spiroplasma: TGA codes for tryptophan)
+TABLE_STOPS = {11: ("TAA", "TAG", "TGA"), 4: ("TAA", "TAG")}
+_STOP_IDS = {t: np.array([_codon(c) for c in v]) for t, v in TABLE_STOPS.items()}
 START_CODONS = ("ATG", "GTG", "TTG")
 START_TYPE = np.full(INVALID_CODON + 1, -1, dtype=np.int8)
 for _t, _c in enumerate(START_CODONS):
@@ -93,10 +97,10 @@ class Candidates:
 
 
 def _frame_candidates(codons: np.ndarray, frame: int, closed: bool, min_len: int,
-                      min_edge_len: int) -> tuple[np.ndarray, ...]:
+                      min_edge_len: int, table: int = 11) -> tuple[np.ndarray, ...]:
     """Candidates of one frame: (j, k, stype, partial5, partial3) arrays."""
     n = len(codons)
-    stops = np.flatnonzero(np.isin(codons, STOP_CODONS))
+    stops = np.flatnonzero(np.isin(codons, _STOP_IDS[table]))
     stype_all = START_TYPE[codons]
     j = np.flatnonzero(stype_all >= 0)
     pos = np.searchsorted(stops, j)
@@ -123,7 +127,7 @@ def _frame_candidates(codons: np.ndarray, frame: int, closed: bool, min_len: int
 
 
 def find_candidates(x: np.ndarray, *, closed: bool = False, min_len: int = 90,
-                    min_edge_len: int = 60) -> Candidates:
+                    min_edge_len: int = 60, table: int = 11) -> Candidates:
     """All candidate genes of the strand ``x`` (encoded), sorted by (orf, start).
 
     Args:
@@ -131,10 +135,15 @@ def find_candidates(x: np.ndarray, *, closed: bool = False, min_len: int = 90,
         closed: when True no gene may run off either contig edge.
         min_len: minimum length in bp (stop codon included) of a complete gene.
         min_edge_len: minimum length of a gene that runs off a contig edge.
+        table: translation table (:data:`TABLE_STOPS`): which codons stop a gene.
     """
+    if table not in TABLE_STOPS:
+        raise ValueError(f"translation table {table} is not supported (known: "
+                         f"{', '.join(map(str, TABLE_STOPS))})")
     parts = []
     for f in range(3):
-        j, k, stype, p5, p3 = _frame_candidates(codon_codes(x, f), f, closed, min_len, min_edge_len)
+        j, k, stype, p5, p3 = _frame_candidates(codon_codes(x, f), f, closed, min_len,
+                                                min_edge_len, table)
         start = f + 3 * j
         end = f + 3 * k + np.where(p3, 0, 3)
         parts.append((np.full(len(j), f, np.int8), j, k, start, end, stype, p5, p3))

@@ -122,8 +122,9 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
         sub = [("ID", f"{kind.lower()}_{gid}"), ("Parent", gid)]
         if kind == "CDS":
             # meta procedure: the pre-trained model of the decoder's bank it started from
-            bank_model = (getattr(g, "attrs", None) or {}).get("model")
-            sub += [("start_codon", g.start_codon or None)] + part + [("bank_model", bank_model)]
+            info = getattr(g, "attrs", None) or {}
+            sub += [("start_codon", g.start_codon or None)] + part + [
+                ("bank_model", info.get("model")), ("transl_table", info.get("transl_table"))]
         else:  # RNA genes from a sequence finder say what they are and which tool found them
             info = getattr(g, "attrs", None) or {}
             sub += [(k, info.get(k)) for k in ("product", "inference", "partial")]

@@ -42,6 +42,7 @@ rule annotate_shard:
         batch_size=config["annotate"]["batch_size"],
         rna=config["annotate"]["rna"],
         procedure=config["annotate"].get("procedure", "auto"),
+        translation_table=config["annotate"].get("translation_table", 11),
     log:
         "logs/annotate/{sample}/{shard}.log",
     threads: config["annotate"]["threads"]
@@ -56,7 +57,7 @@ rule annotate_shard:
         " --out {params.prefix:q} --formats {params.formats} --model {params.model:q}"
         " --device {params.device} --context {params.context}"
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
-        " --procedure {params.procedure}"
+        " --procedure {params.procedure} --translation-table {params.translation_table}"
         " > {log:q} 2>&1"
 
 
