@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
 import json
 import sys
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from genoctx.errors import InputError
+from genoctx.io.digest import verify_digest_file, write_digest
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 FILE = "meta_models.safetensors"
@@ -89,8 +89,7 @@ def save_bank(bank: list[MetaModel], folder: Path) -> Path:
                                sort_keys=True)}
     path = folder / FILE
     save_file(t, str(path), metadata=meta)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    (folder / f"{FILE}.sha256").write_text(f"{digest}  {FILE}\n")
+    write_digest(path)
     return path
 
 
@@ -99,14 +98,8 @@ def load_bank(folder: Path = WEIGHTS_DIR) -> tuple[MetaModel, ...]:
     from safetensors import safe_open
 
     path = folder / FILE
-    want_file = folder / f"{FILE}.sha256"
-    if not path.is_file() or not want_file.is_file():
-        raise InputError(f"{path}: decoder model bank (or its .sha256) missing; rebuild it "
-                         "with `python -m genoctx.heads.meta_models`")
-    want = want_file.read_text().split()[0]
-    got = hashlib.sha256(path.read_bytes()).hexdigest()
-    if got != want:
-        raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want})")
+    verify_digest_file(path, "decoder model bank",
+                       "rebuild it with `python -m genoctx.heads.meta_models`")
     with safe_open(str(path), framework="numpy") as f:
         meta = json.loads((f.metadata() or {}).get("bank", "{}"))
         if meta.get("parts") != list(PARTS):

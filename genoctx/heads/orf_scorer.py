@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
 import json
 import sys
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from genoctx.errors import InputError
+from genoctx.io.digest import verify_digest_file, write_digest
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 FILE = "orf_scorer.safetensors"
@@ -192,8 +192,7 @@ class OrfScorer:
         t["platt"] = np.array(self.platt, dtype=np.float64)
         t["use"] = np.array([self.weight, self.clip], dtype=np.float64)
         save_file(t, str(path), metadata={"features": ",".join(FEATURE_NAMES)})
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        (folder / f"{FILE}.sha256").write_text(f"{digest}  {FILE}\n")
+        write_digest(path)
         return path
 
 
@@ -202,14 +201,7 @@ def load(folder: Path = WEIGHTS_DIR) -> OrfScorer:
     from safetensors import safe_open
 
     path = folder / FILE
-    want_file = folder / f"{FILE}.sha256"
-    if not path.is_file() or not want_file.is_file():
-        raise InputError(f"{path}: ORF scorer (or its .sha256) missing; refit with "
-                         "`python -m genoctx.heads.orf_scorer`")
-    want = want_file.read_text().split()[0]
-    got = hashlib.sha256(path.read_bytes()).hexdigest()
-    if got != want:
-        raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want})")
+    verify_digest_file(path, "ORF scorer", "refit with `python -m genoctx.heads.orf_scorer`")
     with safe_open(str(path), framework="numpy") as f:
         names = (f.metadata() or {}).get("features", "")
         if names != ",".join(FEATURE_NAMES):

@@ -1,0 +1,30 @@
+"""sha256 side files (``NAME.sha256``: ``digest  NAME``) for shipped fitted files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from genoctx.errors import InputError
+from genoctx.io.dataroot import sha256_uncached
+
+
+def write_digest(path: Path) -> str:
+    """Write ``path``'s sha256 beside it as ``path.sha256``; return the digest."""
+    digest = sha256_uncached(path)
+    Path(f"{path}.sha256").write_text(f"{digest}  {path.name}\n")
+    return digest
+
+
+def verify_digest_file(path: Path, what: str, remedy: str) -> str:
+    """Check ``path`` against ``path.sha256`` before anything reads it; return the digest.
+
+    ``what`` names the file in the error, ``remedy`` says how to make it again.
+    """
+    want_file = Path(f"{path}.sha256")
+    if not path.is_file() or not want_file.is_file():
+        raise InputError(f"{path}: {what} (or its .sha256) missing; {remedy}")
+    want = want_file.read_text().split()[0]
+    got = sha256_uncached(path)
+    if got != want:
+        raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want})")
+    return got
