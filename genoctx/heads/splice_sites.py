@@ -131,7 +131,9 @@ def default_matrices() -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_examples(data_root=None):
-    """(name, [(strand codes, introns)]) of every TRAIN-role eukaryote chunk with a GFF."""
+    """``(gff path, fasta path, [(strand codes, introns), ...])`` of every TRAIN-role eukaryote
+    chunk with a GFF, both files checked by the training role guard; each record gives its +
+    strand and its reverse complement, introns as (donor t, acceptor t) on that strand."""
     from genoctx.io.annotation import read_genes
     from genoctx.io.dataroot import load_manifest, require_trainable, resolve_data_root
     from genoctx.io.fasta import iter_records
