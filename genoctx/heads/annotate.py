@@ -20,8 +20,7 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.heads import classes
-from genoctx.heads.decoder import META_MAX_BP, PROCEDURES, DecoderParams, call_genes_multi
-from genoctx.heads.orfs import TABLE_STOPS
+from genoctx.heads.decoder import META_MAX_BP, DecoderParams, call_genes_multi, check_options
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar, status
@@ -157,11 +156,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if procedure not in PROCEDURES:
-        raise InputError(f"procedure must be one of {', '.join(PROCEDURES)}, got {procedure!r}")
-    if translation_table not in TABLE_STOPS:
-        raise InputError(f"translation table must be one of "
-                         f"{', '.join(map(str, TABLE_STOPS))}, got {translation_table!r}")
+    check_options(procedure, translation_table)  # before the model runs
     if rna == "model" and model is None:
         raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
     use_tools = _finders_run(rna) and mode == "prokaryote"

@@ -658,15 +658,18 @@ class GenomeDecoder:
 
         self.orf_adjust = None
         self.prior_model = None
-        best, best_score = None, -math.inf
-        for m in candidates(bank, self.gc):
+        best, best_score, best_chosen = None, -math.inf, None
+        tried = candidates(bank, self.gc)
+        for m in tried:
             self.use_model(m)
-            score = self.total_score(self.decode())
+            chosen = self.decode()
+            score = self.total_score(chosen)
             if score > best_score:
-                best, best_score = m, score
-        self.use_model(best)
+                best, best_score, best_chosen = m, score, chosen
+        if best is not tried[-1]:  # the codon scores hold the last model's statistics
+            self.use_model(best)
         self.prior_model = best
-        return self._self_train(self.decode()), best.name
+        return self._self_train(best_chosen), best.name
 
     def calls(self, chosen: list[np.ndarray]) -> list[GeneCall]:
         """GeneCalls of the chosen candidates, sorted by contig order then position."""
@@ -705,6 +708,15 @@ PROCEDURES = ("auto", "single", "meta")
 META_MAX_BP = 150_000
 
 
+def check_options(procedure: str, translation_table: int) -> None:
+    """Refuse a procedure or translation table the decoder does not know (InputError)."""
+    if procedure not in PROCEDURES:
+        raise InputError(f"procedure must be one of {', '.join(PROCEDURES)}, got {procedure!r}")
+    if translation_table not in TABLE_STOPS:
+        raise InputError(f"translation table must be one of "
+                         f"{', '.join(map(str, TABLE_STOPS))}, got {translation_table!r}")
+
+
 def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                      params: DecoderParams | None = None, closed: bool = False,
                      procedure: str = "auto", bank=None, progress=None) -> list[GeneCall]:
@@ -733,11 +745,7 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         Genes sorted by contig (input order) and start.
     """
     params = params or DecoderParams()
-    if procedure not in PROCEDURES:
-        raise InputError(f"procedure must be one of {', '.join(PROCEDURES)}, got {procedure!r}")
-    if params.translation_table not in TABLE_STOPS:
-        raise InputError(f"translation table must be one of {', '.join(map(str, TABLE_STOPS))}, "
-                         f"got {params.translation_table!r}")
+    check_options(procedure, params.translation_table)
     names = [c for c, _ in records]
     if len(set(names)) != len(names):
         raise InputError("contig names must be unique within a genome")

@@ -1,5 +1,6 @@
 """The decoder's bank of pre-trained models and the meta procedure for short sequences."""
 
+import dataclasses
 import hashlib
 import json
 
@@ -130,16 +131,11 @@ def _windows(bmel, size, n):
     for k in range(n):
         lo = 100_000 + k * 250_000
         win = (f"w{k}", seq[lo:lo + size])
-        genes = [dataclasses_replace(g, contig=f"w{k}", start=g.start - lo, end=g.end - lo)
+        genes = [dataclasses.replace(g, contig=f"w{k}", start=g.start - lo, end=g.end - lo,
+                                     parts=[])
                  for g in truth if g.contig == name and lo <= g.start and g.end <= lo + size]
         out.append((win, genes))
     return out
-
-
-def dataclasses_replace(g, **kw):
-    import dataclasses
-
-    return dataclasses.replace(g, parts=[], **kw)
 
 
 def test_meta_finds_genes_self_training_cannot_on_short_regions(bmel):
