@@ -12,7 +12,7 @@ among its 50 models.
 
 The bank ships as ``genoctx/weights/meta_models.safetensors`` (sha256-checked) with
 ``meta_models.json`` (command, data files and their sha256). Rebuild it with
-``python -m genoctx.heads.meta_models`` (about 3 min).
+``python -m genoctx.heads.meta_models`` (about 2 min).
 
 Legend: Q = codon position (3), K = 4**6 hexamers, R = RBS classes, P = upstream positions.
 """
@@ -65,10 +65,10 @@ def gc_window(gc: float) -> tuple[float, float]:
 
 def candidates(bank: tuple[MetaModel, ...], gc: float) -> list[MetaModel]:
     """Models of ``bank`` within :func:`gc_window` of ``gc``; the nearest one if none is."""
-    lo, hi = gc_window(gc)
-    out = [m for m in bank if lo <= m.gc <= hi]
     if not bank:
         raise InputError("the bank of pre-trained decoder models is empty")
+    lo, hi = gc_window(gc)
+    out = [m for m in bank if lo <= m.gc <= hi]
     return out or [min(bank, key=lambda m: abs(m.gc - gc))]
 
 
