@@ -21,7 +21,7 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.heads import classes
 from genoctx.heads.decoder import META_MAX_BP, DecoderParams, call_genes_multi, check_options
-from genoctx.io.fasta import FastaFile
+from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar, status
 from genoctx.tokenize import nucleotide as nt
@@ -188,6 +188,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     with progress_bar("annotating", total=total, quiet=quiet) as bar:
         for i, (t, name) in enumerate(zip(targets, names)):
             seq = fa.fetch(t.contig, t.start, t.end)
+            check_nucleotide(name, seq, path)
             records.append((name, seq))
             if backbone is None:
                 bar.advance(len(t))

@@ -51,6 +51,21 @@ def _require(module: str, what: str):
 
 
 
+# What the finders see: A/C/G/T in either case (U as T) kept, every other byte read as N.
+# ARAGORN loops forever on letters such as E, X or '-' (pyaragorn 0.3), which FASTA may hold.
+_FINDER_BYTES = bytearray(b"N" * 256)
+for _src, _dst in zip(b"ACGTUacgtu", b"ACGTTacgtt"):
+    _FINDER_BYTES[_src] = _dst
+_FINDER_BYTES = bytes(_FINDER_BYTES)
+
+
+def finder_sequence(seq: bytes | str) -> bytes:
+    """``seq`` as the RNA finders are given it: A/C/G/T (case kept, U as T), anything else N."""
+    if isinstance(seq, str):
+        seq = seq.encode("ascii", errors="replace")
+    return seq.translate(_FINDER_BYTES)
+
+
 def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) -> list[RNACall]:
     """tRNA and tmRNA genes of every record (ARAGORN), 0-based half-open, sorted."""
     pyaragorn = _require("pyaragorn", "tRNA finding")
@@ -61,7 +76,7 @@ def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) 
     for contig, seq in records:
         if not seq:
             continue
-        for g in finder.find_rna(seq):
+        for g in finder.find_rna(finder_sequence(seq)):
             lo, hi = min(g.begin, g.end) - 1, max(g.begin, g.end)
             if g.type == "tmRNA":
                 kind, product = "tmRNA", "transfer-messenger RNA"
@@ -85,8 +100,8 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac") -> list
 
     # barrnap wants unique plain ids: give it r0, r1, ... and map back
     names = [c for c, s in records if s]
-    seqs = [SeqRecord(Seq(s.decode("ascii") if isinstance(s, bytes) else s), id=f"r{i}",
-                      name=f"r{i}") for i, (_, s) in enumerate((c, s) for c, s in records if s)]
+    seqs = [SeqRecord(Seq(finder_sequence(s).decode("ascii")), id=f"r{i}", name=f"r{i}")
+            for i, (_, s) in enumerate((c, s) for c, s in records if s)]
     if not seqs:
         return []
     threads = max(1, min(4, os.cpu_count() or 1))  # nhmmer's hits do not depend on it

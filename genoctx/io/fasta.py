@@ -291,6 +291,32 @@ def sequence_stats(seq: bytes) -> dict:
             "gc": (gc / (at + gc)) if at + gc else None}
 
 
+# Letters that are no nucleotide code (IUPAC has A C G T U R Y K M S W B D H V N) but are amino
+# acids; X, gaps and stops are left out, since masked or aligned DNA may hold them.
+_AMINO_ONLY = b"EFIJLOPQZefijlopqz"
+PROTEIN_SHARE = 0.05
+
+
+def check_nucleotide(name: str, seq: bytes, source: str | Path) -> None:
+    """Refuse a record that reads as protein rather than DNA.
+
+    A record is refused when at least :data:`PROTEIN_SHARE` of its letters are amino-acid
+    letters that no nucleotide code uses (E, F, I, J, L, O, P, Q, Z). Rarer strays are left to
+    the callers, which read every letter other than A/C/G/T as N.
+
+    Raises:
+        InputError: naming the record and the letters found.
+    """
+    if not seq:
+        return
+    rest = seq.translate(None, _AMINO_ONLY)
+    if len(seq) - len(rest) >= PROTEIN_SHARE * len(seq):
+        found = sorted({chr(b).upper() for b in set(seq) if b in _AMINO_ONLY})
+        raise InputError(f"{source}: record '{name}' looks like a protein sequence "
+                         f"({len(seq) - len(rest)} of {len(seq)} letters are amino-acid codes "
+                         f"such as {', '.join(found[:5])}); genoctx reads DNA FASTA")
+
+
 def fasta_info(path: str | Path, *, unique: bool = True) -> list[dict]:
     """Per-record composition of a FASTA file (streamed).
 

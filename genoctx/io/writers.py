@@ -48,7 +48,9 @@ def _fmt_score(p: float) -> str:
 
 
 def _attrs(pairs: list[tuple[str, object]]) -> str:
-    return ";".join(f"{k}={_esc_value(v)}" for k, v in pairs if v is not None)
+    """``k=v;...``; a tuple value is GFF3's multi-value form, joined by literal commas."""
+    return ";".join(f"{k}=" + (",".join(map(_esc_value, v)) if isinstance(v, tuple) else _esc_value(v))
+                    for k, v in pairs if v is not None)
 
 
 def _partial_attrs(g) -> list[tuple[str, object]]:
@@ -58,8 +60,8 @@ def _partial_attrs(g) -> list[tuple[str, object]]:
     if not (left or right):
         return []
     lo, hi = _gff_interval(g.start, g.end)
-    return [("partial", "true"), ("start_range", f".,{lo}" if left else None),
-            ("end_range", f"{hi},." if right else None)]
+    return [("partial", "true"), ("start_range", (".", lo) if left else None),
+            ("end_range", (hi, ".") if right else None)]
 
 
 def _sequence_regions(lengths: dict[str, int]) -> list[str]:

@@ -324,6 +324,27 @@ def test_messy_fasta_soft_masking_n_runs_iupac_tiny_and_empty_records(example_fa
     assert {line.split("\t")[0] for line in bg[1:]} == {"plasmid", "tiny", "gap", "clean"}
 
 
+def test_protein_fasta_is_refused_and_stray_letters_are_read_as_n(example_fasta, tmp_path, cli):
+    """A protein FASTA given by mistake gets one clear line and no output; DNA with an X-masked
+    run, alignment gaps and a stop symbol is annotated like DNA with Ns there."""
+    prot = tmp_path / "prot.fa"
+    prot.write_text(">sp|P0A7V8|RS4_ECOLI\nMARYLGPKLKLSRREGTDLFLKSGVRAIDTKCKIEQAPGQHGARKPRLSDYGVQLREKQKVRR\n")
+    code, _, err = cli(["annotate", prot, "--out", tmp_path / "p", "--quiet"])
+    assert code == 2 and "looks like a protein sequence" in err and "Traceback" not in err
+    assert not list(tmp_path.glob("p.*")) and not list(tmp_path.glob(".p*"))
+
+    seq = "".join(example_fasta.read_text().splitlines()[1:])
+    edits = {"x": seq[:3000] + "X" * 300 + "---*" + seq[3000:], "n": seq[:3000] + "N" * 304 + seq[3000:]}
+    for name, s in edits.items():
+        (tmp_path / f"{name}.fa").write_text(f">c\n{s}\n")
+        code, _, err = cli(["annotate", tmp_path / f"{name}.fa", "--out", tmp_path / name,
+                            "--formats", "gff3", "--model", "none", "--quiet"])
+        assert code == 0, err
+    genes = {k: sorted((g.strand, g.start, g.end) for g in read_gff3_genes(tmp_path / f"{k}.gff3"))
+             for k in edits}
+    assert len(genes["x"]) >= 8 and genes["x"] == genes["n"]
+
+
 def _checkpoint_with_decoder(tmp_path, gene_weight: float, start_weight: float) -> Path:
     """A copy of the embedded checkpoint whose decoder.json sets the head's weights."""
     from genoctx.model import checkpoint

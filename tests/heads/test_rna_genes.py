@@ -86,3 +86,24 @@ def test_missing_package_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(importlib, "import_module", fake)
     with pytest.raises(InputError, match="pip install pyaragorn"):
         rna_genes.find_trna([("x", b"ACGT" * 100)])
+
+
+def test_letters_the_finders_cannot_read_are_given_as_n(ecoli_slice):
+    """ARAGORN never returns on letters such as X, E or '-' (masked, aligned or mistyped FASTA).
+    The finders get them as N: the tRNAs of a stretch are still found, with a gap and strays
+    in it; run in a child process so that a hang fails the test instead of stalling the suite."""
+    import subprocess
+    import sys
+
+    assert rna_genes.finder_sequence(b"ACGTUacgtuNnXx-*.EqRy") == b"ACGTTacgttNNNNNNNNNNN"
+    _, seq, _ = ecoli_slice
+    part = seq[225_000:229_000] + b"X" * 50 + b"--EFQ*" + seq[229_000:236_000]
+    code = ("import sys; from genoctx.heads.rna_genes import find_trna\n"
+            "seq = sys.stdin.buffer.read()\n"
+            "print(sorted((r.start, r.end, r.strand) for r in find_trna([('x', seq)])))")
+    done = subprocess.run([sys.executable, "-c", code], input=part, capture_output=True, check=False,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    clean = seq[225_000:229_000] + b"N" * 56 + seq[229_000:236_000]
+    want = sorted((r.start, r.end, r.strand) for r in rna_genes.find_trna([("x", clean)]))
+    assert want and done.stdout.decode().strip() == str(want)

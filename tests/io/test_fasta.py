@@ -378,3 +378,15 @@ def test_sniff_detects_content_not_extension(tmp_path, data_root, example_fasta)
     assert sniff_format(data_root / "reads" / "celegans_chrI" / "ce#1000.sam")[0] == "sam"
     with FastaFile(disguised) as fa:
         assert fa.contigs == [r.id for r in SeqIO.parse(example_fasta, "fasta")]
+
+
+def test_check_nucleotide_refuses_protein_but_not_masked_or_gapped_dna():
+    from genoctx.io.fasta import check_nucleotide
+
+    dna = b"ACGTRYKMSWBDHVNacgtn" * 10
+    for ok in (dna, dna + b"X" * 500 + b"---***...", dna + b"EFQ", b""):
+        check_nucleotide("c", ok, "in.fa")
+    with pytest.raises(InputError, match=r"in.fa: record 'p' looks like a protein sequence"):
+        check_nucleotide("p", b"MARYLGPKLKLSRREGTDLFLKSGVRAIDTKCKIEQAPGQHG", "in.fa")
+    with pytest.raises(InputError, match="protein"):
+        check_nucleotide("p", dna[:100] + b"L" * 6, "in.fa")  # 6 of 106 letters

@@ -219,6 +219,13 @@ def test_gff3_loads_in_gffutils_with_the_right_hierarchy(tmp_path):
         assert cds.strand == "+-"[g.strand < 0] and cds.seqid == g.contig.replace(" ", "%20")
     (trna,) = db.features_of_type("tRNA")
     assert trna.attributes["product"] == ["tRNA-Ile(gat)"] and trna.start == 2001
+    # partial ends as NCBI writes them: two values, "start_range=.,1" (a literal comma)
+    ranges = {(f.start, f.end): {k: f.attributes[k] for k in ("start_range", "end_range")
+                                 if k in f.attributes} for f in db.features_of_type("CDS")}
+    assert ranges[(1, 300)] == {"start_range": [".", "1"]}
+    assert ranges[(4701, 5000)] == {"end_range": ["5000", "."]}
+    assert ranges[(100, 1200)] == {"end_range": ["1200", "."]}
+    assert ranges[(251, 1000)] == {}
 
     spliced = [SplicedGene("chr one", 1, ((100, 160), (250, 400)), 0.7),
                SplicedGene("chr one", -1, ((1000, 1101), (1200, 1280), (1400, 1430)), 0.4)]
