@@ -49,10 +49,13 @@ def annotate(
     translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "
                                           "of the genes: 11 (bacteria, archaea) or 4 (TGA = Trp: "
                                           "Mycoplasma, Spiroplasma, Ureaplasma)."),
+    threads: int = typer.Option(0, "--threads", "-t", help="Processes decoding records side by "
+                                "side when each is decoded on its own (meta); 0: every core "
+                                "available. The output does not depend on it."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
-    from genoctx.cli.common import resolve_device, resolve_targets
+    from genoctx.cli.common import available_cores, resolve_device, resolve_targets
     from genoctx.errors import InputError
     from genoctx.heads.annotate import annotate_fasta, write_annotation
     from genoctx.io.fasta import FastaFile
@@ -64,13 +67,16 @@ def annotate(
     if context < 256 or not 0 <= overlap < context - 1:
         raise InputError("--context must be at least 256 and --overlap in [0, context - 1) "
                          "(a window holds context - 1 bases after BOS)")
+    if threads < 0:
+        raise InputError(f"--threads must be 0 (every core) or more, got {threads}")
+    workers = threads or available_cores()
     targets = resolve_targets(FastaFile(input), region, regions)
     prefix = out if out is not None else Path(input.name.split(".")[0])
     result = annotate_fasta(input, targets, model=None if model == "none" else model,
                             device=resolve_device(device), context=context, overlap=overlap,
                             batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                             rna=rna.lower(), procedure=procedure.lower(),
-                            translation_table=translation_table,
+                            translation_table=translation_table, workers=workers,
                             need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
     written = write_annotation(prefix, result, chosen)
     if not quiet:

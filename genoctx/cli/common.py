@@ -1,7 +1,8 @@
-"""Helpers shared by CLI commands: devices and region targets."""
+"""Helpers shared by CLI commands: devices, cores and region targets."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from genoctx.errors import InputError
@@ -25,6 +26,14 @@ def resolve_device(device: str) -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise InputError("--device cuda was asked for, but no CUDA device is available; use --device cpu")
     return device
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, e.g. a Slurm allocation), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity call on this platform (macOS)
+        return max(1, os.cpu_count() or 1)
 
 
 def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | None) -> list[Region]:

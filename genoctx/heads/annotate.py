@@ -116,18 +116,19 @@ def _finders_run(rna: str) -> bool:
 
 def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                    params: DecoderParams | None = None, rna: str = "auto",
-                   procedure: str = "auto", bank=None, progress=None):
+                   procedure: str = "auto", bank=None, progress=None, workers: int = 1):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
     finders run (``rna``, :data:`RNA_SOURCES`) their tRNA/tmRNA/rRNA genes come back as
     ``rnas`` and CDS calls overlapping them are dropped, else ``rnas`` is None. The evaluation
-    benchmarks call this too, so their numbers are those of the command.
+    benchmarks call this too, so their numbers are those of the command. ``workers``
+    processes decode records side by side when each is decoded alone (``meta``).
     """
     from genoctx.heads import rna_genes
 
     genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
-                             progress=progress)
+                             progress=progress, workers=workers)
     if not _finders_run(rna):
         return genes, None
     found = rna_genes.find_rna_genes([(c, s) for c, s in records if len(s)])
@@ -139,7 +140,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    context: int = 8192, overlap: int = 256, batch_size: int = 4,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
-                   procedure: str = "auto", translation_table: int = 11) -> Annotation:
+                   procedure: str = "auto", translation_table: int = 11,
+                   workers: int = 1) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -150,6 +152,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     head, eukaryote mode); otherwise genes come out the same without it, much faster.
     ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
     which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
+    ``workers`` processes decode records side by side when each is decoded on its own (meta);
+    the output does not depend on it.
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
@@ -211,7 +215,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
             genes, found = call_bacterial(records, probs or None, params=params,
                                           rna=rna if use_tools else "none", procedure=procedure,
-                                          progress=bar.advance)
+                                          progress=bar.advance, workers=workers)
     else:
         with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
             genes, found = call_bacterial(records, probs or None, params=params,

@@ -719,7 +719,8 @@ def check_options(procedure: str, translation_table: int) -> None:
 
 def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                      params: DecoderParams | None = None, closed: bool = False,
-                     procedure: str = "auto", bank=None, progress=None) -> list[GeneCall]:
+                     procedure: str = "auto", bank=None, progress=None,
+                     workers: int = 1) -> list[GeneCall]:
     """Call genes on all contigs of one genome with statistics trained across them.
 
     Args:
@@ -736,6 +737,8 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
             in all, else ``single``.
         bank: pre-trained models for ``meta`` (default: the shipped bank).
         progress: optional callable given the bases of each record as ``meta`` finishes it.
+        workers: processes that decode records side by side under ``meta`` (each record is
+            decoded on its own, so the calls are the same for any number); 1 decodes here.
 
     The translation table is ``params.translation_table``: 11 by default, 4 for genomes that
     read TGA as tryptophan (Mycoplasma, Spiroplasma, Ureaplasma); calls then carry
@@ -754,33 +757,69 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         return []
     if procedure == "auto":
         procedure = "meta" if sum(len(s) for _, s in records) < META_MAX_BP else "single"
-    out = _decode_records(records, probs, params, closed, procedure, bank, progress)
+    if workers < 1:
+        raise InputError(f"workers must be at least 1, got {workers}")
+    out = _decode_records(records, probs, params, closed, procedure, bank, progress, workers)
     if params.translation_table != 11:
         for g in out:
             g.attrs["transl_table"] = params.translation_table
     return out
 
 
-def _decode_records(records, probs, params, closed, procedure, bank, progress) -> list[GeneCall]:
+def _decode_records(records, probs, params, closed, procedure, bank, progress,
+                    workers=1) -> list[GeneCall]:
     """The calls of ``call_genes_multi`` once its arguments are checked and resolved."""
     if procedure == "single":
         dec = GenomeDecoder(records, probs, params, closed)
         return dec.calls(dec.train())
+    jobs = ((c, s, probs.get(c) if probs else None, params, closed) for c, s in records)
+    workers = min(workers, len(records))
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: the workers import numpy and the decoder only, whatever threads this process
+        # (torch's, for one) has started; map keeps the records' order
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_set_worker_bank, initargs=(bank,)) as pool:
+            results = pool.map(_decode_meta_job, jobs)
+            return _collect(records, results, progress)
+    _set_worker_bank(bank)
+    return _collect(records, map(_decode_meta_job, jobs), progress)
+
+
+def _collect(records, results, progress) -> list[GeneCall]:
+    out = []
+    for (_, seq), calls in zip(records, results):
+        out += calls
+        if progress is not None:
+            progress(len(seq))
+    return out
+
+
+_WORKER_BANK = None  # the bank _decode_meta_job uses (None: the shipped one)
+
+
+def _set_worker_bank(bank) -> None:
+    global _WORKER_BANK
+    _WORKER_BANK = bank
+
+
+def _decode_meta_job(job) -> list[GeneCall]:
+    """One record decoded from the best model of the bank (``meta``), in this or a worker process."""
+    contig, seq, probs_LC, params, closed = job
+    bank = _WORKER_BANK
     if bank is None:
         from genoctx.heads.meta_models import default_bank
 
         bank = default_bank()
-    out = []
-    for contig, seq in records:
-        dec = GenomeDecoder([(contig, seq)], {contig: probs[contig]} if probs and contig in probs
-                            else None, params, closed)
-        chosen, model = dec.train_meta(bank)
-        for g in dec.calls(chosen):
-            g.attrs["model"] = model
-            out.append(g)
-        if progress is not None:
-            progress(len(seq))
-    return out
+    dec = GenomeDecoder([(contig, seq)], None if probs_LC is None else {contig: probs_LC},
+                        params, closed)
+    chosen, model = dec.train_meta(bank)
+    calls = dec.calls(chosen)
+    for g in calls:
+        g.attrs["model"] = model
+    return calls
 
 
 def call_genes(seq: bytes, probs: np.ndarray | None = None, *, contig: str = "",

@@ -222,6 +222,7 @@ def test_eukaryote_region_is_placed_on_the_contig(worm, tmp_path, cli):
     (["--rna", "infernal"], "rna must be one of"),
     (["--procedure", "metagenome"], "procedure must be one of"),
     (["--translation-table", "5"], "translation table must be one of"),
+    (["--threads", "-1"], "--threads must be 0"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):
     code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])

@@ -58,7 +58,7 @@ rule annotate_shard:
         " --device {params.device} --context {params.context}"
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
         " --procedure {params.procedure} --translation-table {params.translation_table}"
-        " > {log:q} 2>&1"
+        " --threads {threads} > {log:q} 2>&1"
 
 
 rule merge_annotation:
