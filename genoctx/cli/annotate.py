@@ -6,13 +6,15 @@ from pathlib import Path
 
 import typer
 
-FORMATS = ("gff3", "bed", "bedgraph", "bigwig")
+FORMATS = ("gff3", "bed", "bedgraph", "bigwig", "faa", "ffn")
 
 EPILOG = """Examples:
 
   genoctx annotate data/examples/Yersinia_pestis_pPCP1_NC_005816.fna --out results/pPCP1
 
   genoctx annotate genome.fa.gz --region chr1:1-1,000,000 --formats gff3 --out chr1_1Mb
+
+  genoctx annotate genome.fa --formats gff3,faa,ffn --out genome  # + proteins, CDS sequences
 
   genoctx annotate worm_chunk.fa --mode eukaryote --out worm   # spliced genes (exons, CDS)
 
@@ -30,7 +32,8 @@ def annotate(
     out: Path | None = typer.Option(None, "--out", "-o", help="Output prefix (default: the input "
                                     "name without its extension)."),
     formats: str = typer.Option("gff3,bed,bedgraph", "--formats",
-                                help="Comma-separated: gff3, bed, bedgraph, bigwig (per-base tracks as .bw)."),
+                                help="Comma-separated: gff3, bed, bedgraph, bigwig (per-base tracks "
+                                "as .bw), faa (proteins), ffn (coding sequences)."),
     model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a checkpoint "
                               "directory, or 'none' (sequence-only decoding)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),

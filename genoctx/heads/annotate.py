@@ -53,6 +53,7 @@ class Annotation:
     tracks: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)  # target index -> tracks
     model_sha256: str | None = None
     mode: str = "prokaryote"
+    source: Path | None = None  # the FASTA annotated: protein and CDS FASTA read it back
 
 
 def _shift(items: list, region: Region) -> list:
@@ -209,7 +210,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         out = []
         for name, t in zip(names, targets):
             out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
-        return Annotation(out, [], list(targets), lengths, tracks, sha, mode)
+        return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
     per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
     if per_record and len(records) > 1:  # many contigs, each decoded on its own: show a bar
         with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
@@ -231,12 +232,14 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         else:
             rn = []
         out_rnas += _shift([dataclasses.replace(r, contig=t.contig) for r in rn], t)
-    return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha)
+    return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha,
+                      source=Path(path))
 
 
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...]) -> list[Path]:
-    """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.<track>.bedgraph`` and/or
-    ``PREFIX.<track>.bw`` (bigWig), as ``formats`` asks; returns the paths.
+    """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.faa`` (proteins), ``PREFIX.ffn`` (coding
+    sequences), ``PREFIX.<track>.bedgraph`` and/or ``PREFIX.<track>.bw`` (bigWig), as
+    ``formats`` asks; returns the paths.
 
     Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. Each file
     is written to a temporary name and renamed when complete.
@@ -245,6 +248,7 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
         write_bed,
         write_bedgraph_many,
         write_bigwig,
+        write_gene_fasta,
         write_gff3,
         write_spliced_bed,
         write_spliced_gff3,
@@ -269,6 +273,15 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
             write_spliced_bed(path, result.genes)
         else:
             write_bed(path, result.genes, result.rnas)
+        written.append(path)
+    for fmt, protein in (("faa", True), ("ffn", False)):
+        if fmt not in formats:
+            continue
+        if result.source is None:
+            raise InputError(f"--formats {fmt} needs the annotated FASTA (Annotation.source)")
+        path = prefix.with_name(f"{prefix.name}.{fmt}")
+        with FastaFile(result.source) as fa:
+            write_gene_fasta(path, result.genes, result.lengths, fa.fetch, protein=protein)
         written.append(path)
     names = EUKARYOTE_TRACKS if spliced else TRACKS
     for fmt, ext in (("bedgraph", "bedgraph"), ("bigwig", "bw")):

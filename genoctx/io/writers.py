@@ -7,7 +7,8 @@ and :func:`_parse_interval`. BED and bedGraph are 0-based half-open like genoctx
 
 Genes are :class:`genoctx.heads.decoder.GeneCall`; RNA features are any objects with
 ``contig, start, end, strand, kind, score`` (:class:`genoctx.heads.decoder.RNACall`).
-Per-base tracks go to bedGraph (:func:`write_bedgraph_many`) or bigWig (:func:`write_bigwig`).
+Per-base tracks go to bedGraph (:func:`write_bedgraph_many`) or bigWig (:func:`write_bigwig`);
+proteins and coding sequences to FASTA (:func:`write_gene_fasta`, Prodigal's ``-a`` / ``-d``).
 Spliced (eukaryotic) genes are :class:`genoctx.heads.spliced_decoder.SplicedGene`, written by
 :func:`write_spliced_gff3` (gene → mRNA → exon + CDS) and :func:`write_spliced_bed` (BED12).
 """
@@ -230,6 +231,76 @@ def write_spliced_bed(path: str | Path, genes: list) -> None:
         sizes = ",".join(str(e - a) for a, e in g.cds) + ","
         starts = ",".join(str(a - g.start) for a, _ in g.cds) + ","
         lines.append(f"{_bed6(gid, g)}\t{g.start}\t{g.end}\t0\t{len(g.cds)}\t{sizes}\t{starts}")
+    with atomic_open(path, "w", newline="\n") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+
+
+def _coding_sequence(g, fetch) -> str:
+    """The gene's coding sequence along its own strand, in whole codons (upper case).
+
+    ``fetch(contig, start, end)`` returns forward-strand bases. A 5'-partial gene (it runs in
+    from a sequence edge) loses the bases before its first whole codon, counted from the stop
+    side; a 3'-partial one the bases after its last whole codon.
+    """
+    parts = list(getattr(g, "cds", None) or [(g.start, g.end)])
+    nt = "".join(_as_text(fetch(g.contig, a, b)) for a, b in parts).upper()
+    if g.strand < 0:
+        nt = nt[::-1].translate(_COMPLEMENT)
+    p5, p3 = (bool(v) for v in getattr(g, "partial", (False, False)))
+    extra = len(nt) % 3
+    if extra:
+        nt = nt[extra:] if p5 and not p3 else nt[:len(nt) - extra]
+    return nt
+
+
+def _as_text(seq) -> str:
+    return seq.decode("ascii", errors="replace") if isinstance(seq, bytes | bytearray) else str(seq)
+
+
+_COMPLEMENT = str.maketrans("ACGTRYKMBDHVN", "TGCAYRMKVHDBN")
+
+
+def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fetch, *,
+                     protein: bool, translation_table: int = 11) -> None:
+    """Write each gene's protein (``protein=True``, Prodigal's ``-a``) or coding sequence
+    (Prodigal's ``-d``) as FASTA, 60 letters a line, in the order and with the IDs of the GFF3
+    writers (``contig_1``, ...).
+
+    Headers follow Prodigal's: ``>ID # start # end # strand # ID=...;partial=LR;start_type=...;
+    score=...`` (1-based inclusive coordinates; ``partial`` flags the left and right ends in
+    forward coordinates, 1 = runs off the sequence). Proteins are translated in
+    ``translation_table`` (a gene's own ``attrs["transl_table"]`` wins); the start codon of a
+    complete gene reads M whatever it is (GTG, TTG), and a complete gene ends with ``*``.
+    Non-ACGT bases give X.
+
+    Args:
+        genes: :class:`genoctx.heads.decoder.GeneCall` or spliced genes (``cds`` parts).
+        lengths: every contig's length, in output order.
+        fetch: ``fetch(contig, start, end)`` → forward-strand bases (bytes or str).
+    """
+    from Bio.Seq import Seq
+
+    order = _contig_order(lengths, list(genes))
+    lines = []
+    for gid, g in _numbered(list(genes), order, lambda g: ""):
+        nt = _coding_sequence(g, fetch)
+        p5, p3 = (bool(v) for v in getattr(g, "partial", (False, False)))
+        left, right = (p5, p3) if g.strand != -1 else (p3, p5)
+        info = getattr(g, "attrs", None) or {}
+        fields = [("ID", gid), ("partial", f"{int(left)}{int(right)}")]
+        if protein:
+            table = int(info.get("transl_table", translation_table))
+            body = str(Seq(nt).translate(table=table))
+            if not p5 and body:
+                body = "M" + body[1:]
+        else:
+            body = nt
+        start_codon = "Edge" if p5 else (getattr(g, "start_codon", None) or nt[:3])
+        fields += [("start_type", start_codon), ("score", _fmt_score(g.score))]
+        lo, hi = _gff_interval(g.start, g.end)
+        lines.append(f">{gid} # {lo} # {hi} # {g.strand} # "
+                     + ";".join(f"{k}={v}" for k, v in fields))
+        lines += [body[i:i + 60] for i in range(0, len(body), 60)]
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("".join(line + "\n" for line in lines))
 

@@ -346,6 +346,36 @@ def test_protein_fasta_is_refused_and_stray_letters_are_read_as_n(example_fasta,
     assert len(genes["x"]) >= 8 and genes["x"] == genes["n"]
 
 
+def test_protein_and_cds_fasta_match_the_genbank_translations(example_fasta, example_genbank,
+                                                              tmp_path, cli):
+    """--formats faa,ffn: every gene whose coordinates agree with the GenBank record has the
+    record's /translation; the CDS FASTA translates to the proteins; IDs are the GFF3's."""
+    from Bio import SeqIO
+
+    code, _, err = cli(["annotate", example_fasta, "--formats", "gff3,faa,ffn", "--model", "none",
+                        "--out", tmp_path / "p", "--quiet"])
+    assert code == 0, err
+    want = {}
+    for f in SeqIO.read(example_genbank, "genbank").features:
+        if f.type == "CDS" and "translation" in f.qualifiers:
+            want[(int(f.location.start), int(f.location.end), f.location.strand)] = \
+                f.qualifiers["translation"][0]
+    proteins = list(SeqIO.parse(tmp_path / "p.faa", "fasta"))
+    cds = {r.id: r.seq for r in SeqIO.parse(tmp_path / "p.ffn", "fasta")}
+    gff_ids = [line.split("ID=")[1].split(";")[0] for line in
+               (tmp_path / "p.gff3").read_text().splitlines() if "\tgene\t" in line]
+    assert [r.id for r in proteins] == gff_ids == list(cds)
+    same = 0
+    for r in proteins:
+        _, lo, hi, strand, _ = (x.strip() for x in r.description.split(" # "))
+        key = (int(lo) - 1, int(hi), int(strand))
+        assert str(r.seq)[1:] == str(cds[r.id].translate(table=11))[1:]
+        if key in want:
+            same += 1
+            assert str(r.seq) == want[key] + "*"
+    assert same >= 4
+
+
 def _checkpoint_with_decoder(tmp_path, gene_weight: float, start_weight: float) -> Path:
     """A copy of the embedded checkpoint whose decoder.json sets the head's weights."""
     from genoctx.model import checkpoint

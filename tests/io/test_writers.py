@@ -1,5 +1,6 @@
 """GFF3 / BED / bedGraph writers: format checks, round trips, determinism, atomicity."""
 
+import dataclasses
 import random
 
 import numpy as np
@@ -242,3 +243,68 @@ def test_gff3_loads_in_gffutils_with_the_right_hierarchy(tmp_path):
         cds = [f for f in kids if f.featuretype == "CDS"]
         first = cds[0] if sg.strand > 0 else cds[-1]
         assert first.frame == "0"
+
+
+def test_gene_fasta_proteins_and_coding_sequences(tmp_path):
+    """Prodigal-style protein and CDS FASTA: strands, alternative starts read as M, partial
+    genes in whole codons, table 4, IDs of the GFF3, Biopython reads it back."""
+    from Bio import SeqIO
+    from Bio.Seq import Seq
+
+    from genoctx.io.writers import write_gene_fasta
+
+    body = "GTG" + "AAATGGTGA" * 3 + "CCC" + "TAA"      # GTG start; TGA inside (table 4: W)
+    rc = str(Seq("ATG" + "GCTCGT" * 4 + "TAG").reverse_complement())
+    seq = "TT" + body + "A" * 5 + rc + "CC" + "ATGAAACGT" * 2 + "G"
+    contigs = {"c": seq}
+    i_rc = 2 + len(body) + 5
+    genes = [GeneCall("c", 2, 2 + len(body), 1, 0.9, "GTG"),
+             GeneCall("c", i_rc, i_rc + len(rc), -1, 0.8, "ATG"),
+             GeneCall("c", len(seq) - 19, len(seq), 1, 0.4, "ATG", (False, True))]  # open 3' end
+    fetch = lambda c, a, b: contigs[c][a:b].encode()
+    for protein in (True, False):
+        path = tmp_path / ("p.faa" if protein else "p.ffn")
+        write_gene_fasta(path, genes, {"c": len(seq)}, fetch, protein=protein)
+        recs = list(SeqIO.parse(path, "fasta"))
+        assert [r.id for r in recs] == ["c_1", "c_2", "c_3"]
+        got = [str(r.seq) for r in recs]
+        if protein:
+            assert got[0] == "M" + str(Seq(body[3:]).translate()) and got[0].endswith("*")
+            assert got[0].count("*") == 4  # TGA stops in table 11
+            assert got[1] == "MARARARAR*" and got[2] == "MKRMKR"
+        else:
+            assert got == [body, "ATG" + "GCTCGT" * 4 + "TAG", "ATGAAACGTATGAAACGT"]
+        head = recs[2].description.split(" # ")
+        assert head[1:4] == [str(len(seq) - 18), str(len(seq)), "1"]
+        assert head[4].startswith("ID=c_3;partial=01;start_type=ATG;score=0.4000")
+    coded = [dataclasses.replace(genes[0], attrs={"transl_table": 4})]
+    write_gene_fasta(tmp_path / "t4.faa", coded, {"c": len(seq)}, fetch, protein=True)
+    (rec,) = SeqIO.parse(tmp_path / "t4.faa", "fasta")
+    assert str(rec.seq) == "MKWWKWWKWWP*"
+    edge = [GeneCall("c", 0, 2 + len(body), 1, 0.9, "TTG", (True, False))]  # runs in from the edge
+    write_gene_fasta(tmp_path / "e.faa", edge, {"c": len(seq)}, fetch, protein=True)
+    (rec,) = SeqIO.parse(tmp_path / "e.faa", "fasta")
+    assert str(rec.seq) == str(Seq(body).translate())  # no M forced; the 2 edge bases dropped
+    assert "partial=10;start_type=Edge" in rec.description
+
+
+def test_gene_fasta_joins_the_exons_of_spliced_genes(tmp_path):
+    from Bio import SeqIO
+    from Bio.Seq import Seq
+
+    from genoctx.heads.spliced_decoder import SplicedGene
+    from genoctx.io.writers import write_gene_fasta
+
+    exon1, intron, exon2 = "ATGGCA", "GTAAGTTTTTTTTTTTTTTCAG", "AAATGGTAA"
+    fwd = "CC" + exon1 + intron + exon2 + "CC"
+    seq = fwd + "GG" + str(Seq(fwd).reverse_complement())
+    a, b = 2 + len(exon1), 2 + len(exon1) + len(intron)
+    n = len(fwd) + 2
+    plus = SplicedGene("c", 1, ((2, a), (b, b + len(exon2))), 0.7)
+    minus = SplicedGene("c", -1, tuple(sorted((n + len(fwd) - e, n + len(fwd) - s)
+                                              for s, e in plus.cds)), 0.6)
+    write_gene_fasta(tmp_path / "s.faa", [plus, minus], {"c": len(seq)},
+                     lambda c, s, e: seq[s:e], protein=True)
+    recs = list(SeqIO.parse(tmp_path / "s.faa", "fasta"))
+    assert [str(r.seq) for r in recs] == ["MAKW*", "MAKW*"]
+    assert recs[0].description.split(" # ")[1:4] == ["3", str(b + len(exon2)), "1"]
