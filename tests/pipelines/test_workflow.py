@@ -179,6 +179,12 @@ def test_every_output_exists(results):
         for suffix in ("gff3", *(f"{t}.bedgraph" for t in TRACKS)):
             assert (results / "annotate" / f"{s}.{suffix}").stat().st_size > 0
         assert (results / "annotate" / f"{s}.bed").is_file()
+        # proteins: one per merged GFF3 gene, with its ID
+        genes = [r[8].split("ID=")[1].split(";")[0] for r in
+                 _gff3_rows(results / "annotate" / f"{s}.gff3")[1] if r[2] == "CDS"]
+        faa = (results / "annotate" / f"{s}.faa").read_text()
+        assert [h[1:].split(" # ")[0] for h in faa.splitlines() if h.startswith(">")] == \
+            [g.removeprefix("cds_") for g in genes]
     # ex1 is 3 kb of human chr1: no bacterial gene in it, so its BED may be empty
     assert (results / "annotate" / "pPCP1.bed").stat().st_size > 0
     assert (results / "score" / "BRCA1.vcf.gz.tbi").is_file()

@@ -1,5 +1,5 @@
 # Annotate each sample in shards: plan the shards (checkpoint), run `genoctx annotate` on each,
-# then merge the shards into one GFF3, BED and bedGraph per track.
+# then merge the shards into one GFF3, BED, protein FASTA and bedGraph per track.
 
 
 checkpoint plan_shards:
@@ -67,9 +67,11 @@ rule merge_annotation:
     output:
         gff3="results/annotate/{sample}.gff3",
         bed="results/annotate/{sample}.bed",
+        faa="results/annotate/{sample}.faa",
         bedgraph=expand("results/annotate/{{sample}}.{track}.bedgraph", track=TRACKS),
     params:
         tracks=TRACKS,
+        translation_table=config["annotate"].get("translation_table", 11),
     log:
         "logs/annotate/{sample}/merge.log",
     threads: 1

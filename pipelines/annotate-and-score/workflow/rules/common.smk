@@ -97,7 +97,8 @@ wildcard_constraints:
 
 def annotation_outputs(sample):
     prefix = f"results/annotate/{sample}"
-    return [f"{prefix}.gff3", f"{prefix}.bed"] + [f"{prefix}.{t}.bedgraph" for t in TRACKS]
+    return [f"{prefix}.gff3", f"{prefix}.bed", f"{prefix}.faa"] + [
+        f"{prefix}.{t}.bedgraph" for t in TRACKS]
 
 
 def all_outputs():
@@ -129,10 +130,12 @@ def chunk_ids(sample):
 
 
 def merge_inputs(wc):
-    """Every shard's regions, GFF3 and bedGraphs, in shard order (rule merge_annotation)."""
+    """The sample's FASTA and every shard's regions, GFF3 and bedGraphs, in shard order (rule
+    merge_annotation)."""
     shards = shard_ids(wc.sample)
     part = f"results/annotate/{wc.sample}/parts/{{shard}}"
     return {
+        "fasta": sample_file(wc.sample, "fasta"),
         "regions": expand(f"results/annotate/{wc.sample}/shards/{{shard}}.bed", shard=shards),
         "gff3": expand(f"{part}.gff3", shard=shards),
         "bedgraph": expand(f"{part}.{{track}}.bedgraph", shard=shards, track=TRACKS),

@@ -1,11 +1,12 @@
-"""Merge the annotated shards of one sample into one GFF3, BED and bedGraph per track.
+"""Merge the annotated shards of one sample into one GFF3, BED, protein FASTA and bedGraph per track.
 
 Each shard (``plan_shards.py``) annotated regions wider than their *cores*; a gene or RNA is
 kept only from the shard whose core holds its 3' end (the stop codon of a gene), and each
 bedGraph interval is clipped to its shard's cores. The cores of a contig partition it, so
 every feature and every base is written once. The GFF3 and BED are rewritten with genoctx's
 own writers: one ``##gff-version 3`` line, one ``##sequence-region`` per contig of the FASTA,
-and IDs numbered again per contig in position order (unique across shards).
+and IDs numbered again per contig in position order (unique across shards); the proteins
+(``.faa``, as ``genoctx annotate --formats faa``) carry the same IDs.
 """
 
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
@@ -123,13 +124,17 @@ def merge_bedgraph(parts: list[tuple[Cores, str | Path]], order: dict[str, int],
 
 
 def main(smk) -> None:
-    from genoctx.io.writers import write_bed, write_gff3
+    from genoctx.io.fasta import FastaFile
+    from genoctx.io.writers import write_bed, write_gene_fasta, write_gff3
 
     cores = [read_cores(p) for p in smk.input.regions]
     genes, rnas, lengths, sha = merge_features(list(zip(cores, smk.input.gff3)))
     write_gff3(smk.output.gff3, genes, rnas, lengths,
                attrs={"model_sha256": sha} if sha else None)
     write_bed(smk.output.bed, genes, rnas)
+    with FastaFile(smk.input.fasta) as fa:  # proteins with the merged GFF3's IDs
+        write_gene_fasta(smk.output.faa, genes, lengths, fa.fetch, protein=True,
+                         translation_table=smk.params.translation_table)
     order = {c: i for i, c in enumerate(lengths)}
     tracks = list(smk.params.tracks)
     for track, out in zip(tracks, smk.output.bedgraph):
