@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-FORMATS = ("gff3", "bed", "bedgraph", "bigwig", "faa", "ffn")
+FORMATS = ("gff3", "bed", "bedgraph", "bigwig", "faa", "ffn", "gbk")
 
 EPILOG = """Examples:
 
@@ -33,7 +33,8 @@ def annotate(
                                     "name without its extension)."),
     formats: str = typer.Option("gff3,bed,bedgraph", "--formats",
                                 help="Comma-separated: gff3, bed, bedgraph, bigwig (per-base tracks "
-                                "as .bw), faa (proteins), ffn (coding sequences)."),
+                                "as .bw), faa (proteins), ffn (coding sequences), gbk "
+                                "(GenBank with the bases)."),
     model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a checkpoint "
                               "directory, or 'none' (sequence-only decoding)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),

@@ -238,8 +238,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...]) -> list[Path]:
     """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.faa`` (proteins), ``PREFIX.ffn`` (coding
-    sequences), ``PREFIX.<track>.bedgraph`` and/or ``PREFIX.<track>.bw`` (bigWig), as
-    ``formats`` asks; returns the paths.
+    sequences), ``PREFIX.gbk`` (GenBank), ``PREFIX.<track>.bedgraph`` and/or
+    ``PREFIX.<track>.bw`` (bigWig), as ``formats`` asks; returns the paths.
 
     Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. Each file
     is written to a temporary name and renamed when complete.
@@ -248,6 +248,7 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
         write_bed,
         write_bedgraph_many,
         write_bigwig,
+        write_genbank,
         write_gene_fasta,
         write_gff3,
         write_spliced_bed,
@@ -274,14 +275,25 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
         else:
             write_bed(path, result.genes, result.rnas)
         written.append(path)
+    if {"faa", "ffn", "gbk"} & set(formats) and result.source is None:
+        raise InputError("protein, CDS and GenBank output need the annotated FASTA "
+                         "(Annotation.source)")
     for fmt, protein in (("faa", True), ("ffn", False)):
         if fmt not in formats:
             continue
-        if result.source is None:
-            raise InputError(f"--formats {fmt} needs the annotated FASTA (Annotation.source)")
         path = prefix.with_name(f"{prefix.name}.{fmt}")
         with FastaFile(result.source) as fa:
             write_gene_fasta(path, result.genes, result.lengths, fa.fetch, protein=protein)
+        written.append(path)
+    if "gbk" in formats:
+        path = prefix.with_name(f"{prefix.name}.gbk")
+        table = {int(g.attrs["transl_table"]) for g in result.genes
+                 if "transl_table" in (getattr(g, "attrs", None) or {})}
+        with FastaFile(result.source) as fa:
+            write_genbank(path, result.genes, result.rnas,
+                          [(t.contig, t.start, t.end, result.lengths[t.contig])
+                           for t in result.targets], fa.fetch,
+                          translation_table=table.pop() if len(table) == 1 else 11)
         written.append(path)
     names = EUKARYOTE_TRACKS if spliced else TRACKS
     for fmt, ext in (("bedgraph", "bedgraph"), ("bigwig", "bw")):

@@ -8,7 +8,8 @@ and :func:`_parse_interval`. BED and bedGraph are 0-based half-open like genoctx
 Genes are :class:`genoctx.heads.decoder.GeneCall`; RNA features are any objects with
 ``contig, start, end, strand, kind, score`` (:class:`genoctx.heads.decoder.RNACall`).
 Per-base tracks go to bedGraph (:func:`write_bedgraph_many`) or bigWig (:func:`write_bigwig`);
-proteins and coding sequences to FASTA (:func:`write_gene_fasta`, Prodigal's ``-a`` / ``-d``).
+proteins and coding sequences to FASTA (:func:`write_gene_fasta`, Prodigal's ``-a`` / ``-d``);
+everything with the bases as GenBank (:func:`write_genbank`).
 Spliced (eukaryotic) genes are :class:`genoctx.heads.spliced_decoder.SplicedGene`, written by
 :func:`write_spliced_gff3` (gene → mRNA → exon + CDS) and :func:`write_spliced_bed` (BED12).
 """
@@ -260,6 +261,14 @@ def _as_text(seq) -> str:
 _COMPLEMENT = str.maketrans("ACGTRYKMBDHVN", "TGCAYRMKVHDBN")
 
 
+def _protein(nt: str, partial5: bool, table: int) -> str:
+    """Translation of whole codons ``nt``; a complete gene's start codon reads M."""
+    from Bio.Seq import Seq
+
+    body = str(Seq(nt).translate(table=table))
+    return "M" + body[1:] if body and not partial5 else body
+
+
 def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fetch, *,
                      protein: bool, translation_table: int = 11) -> None:
     """Write each gene's protein (``protein=True``, Prodigal's ``-a``) or coding sequence
@@ -278,8 +287,6 @@ def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fet
         lengths: every contig's length, in output order.
         fetch: ``fetch(contig, start, end)`` → forward-strand bases (bytes or str).
     """
-    from Bio.Seq import Seq
-
     order = _contig_order(lengths, list(genes))
     lines = []
     for gid, g in _numbered(list(genes), order, lambda g: ""):
@@ -288,13 +295,7 @@ def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fet
         left, right = (p5, p3) if g.strand != -1 else (p3, p5)
         info = getattr(g, "attrs", None) or {}
         fields = [("ID", gid), ("partial", f"{int(left)}{int(right)}")]
-        if protein:
-            table = int(info.get("transl_table", translation_table))
-            body = str(Seq(nt).translate(table=table))
-            if not p5 and body:
-                body = "M" + body[1:]
-        else:
-            body = nt
+        body = _protein(nt, p5, int(info.get("transl_table", translation_table))) if protein else nt
         start_codon = "Edge" if p5 else (getattr(g, "start_codon", None) or nt[:3])
         fields += [("start_type", start_codon), ("score", _fmt_score(g.score))]
         lo, hi = _gff_interval(g.start, g.end)
@@ -303,6 +304,105 @@ def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fet
         lines += [body[i:i + 60] for i in range(0, len(body), 60)]
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("".join(line + "\n" for line in lines))
+
+
+def write_genbank(path: str | Path, genes: list, rnas: list, targets: list, fetch, *,
+                  translation_table: int = 11) -> None:
+    """Write the annotation as GenBank flat file: one record per annotated sequence, with its
+    bases, ``gene`` + ``CDS`` features (``/locus_tag`` = the GFF3 ID, ``/translation``,
+    ``/transl_table``, ``/inference``, the score in ``/note``) and RNA genes (``tRNA``,
+    ``tmRNA``, ``rRNA``, ``ncRNA`` with ``/product``). Genes that run off a sequence end get
+    ``<``/``>`` locations; spliced genes get ``gene``, ``mRNA`` and ``CDS`` joins.
+
+    A target that covers its whole contig becomes a record named as the contig; a region of a
+    contig becomes a record named ``contig:start-end`` (1-based, inclusive) in the region's own
+    coordinates, as if the region had been given alone; whitespace in a name becomes ``_``.
+    Records are written one at a time.
+
+    Args:
+        genes: :class:`genoctx.heads.decoder.GeneCall` or spliced genes, in contig coordinates.
+        rnas: RNA features (``kind``, ``attrs`` ``product`` / ``inference``).
+        targets: ``(contig, start, end, contig_length)`` of each annotated sequence, in order.
+        fetch: ``fetch(contig, start, end)`` → forward-strand bases.
+    """
+    import warnings
+
+    from Bio import BiopythonWarning, SeqIO
+    from Bio.Seq import Seq
+    from Bio.SeqFeature import AfterPosition, BeforePosition, CompoundLocation, SimpleLocation
+    from Bio.SeqFeature import SeqFeature as Feat
+    from Bio.SeqRecord import SeqRecord
+
+    lengths = {}
+    for contig, _, _, n in targets:
+        lengths.setdefault(contig, n)
+    order = _contig_order(lengths, list(genes) + list(rnas))
+    ids = {id(g): gid for gid, g in _numbered(list(genes), order, lambda g: "")}
+    ids.update({id(r): gid for gid, r in _numbered(list(rnas), order, lambda r: r.kind + "_")})
+
+    def loc(a: int, b: int, strand: int, left: bool = False, right: bool = False):
+        return SimpleLocation(BeforePosition(a) if left else a, AfterPosition(b) if right else b,
+                              strand=strand)
+
+    def records():
+        for contig, lo, hi, n in targets:
+            name = contig if (lo, hi) == (0, n) else f"{contig}:{lo + 1}-{hi}"
+            name = re.sub(r"\s+", "_", name)  # a LOCUS line holds no whitespace
+            seq = _as_text(fetch(contig, lo, hi)).upper()
+            rec = SeqRecord(Seq(seq), id=name, name=name, description=f"{name} annotated by genoctx")
+            rec.annotations.update(molecule_type="DNA", topology="linear")
+            mine = sorted((f for f in list(genes) + list(rnas)
+                           if f.contig == contig and lo <= f.start and f.end <= hi),
+                          key=lambda f: (f.start, f.end, ids[id(f)]))
+            seen = set()
+            for f in mine:
+                fid = ids[id(f)]
+                key = (f.start, f.end, f.strand, getattr(f, "kind", "CDS"),
+                       tuple(getattr(f, "cds", ())))
+                if key in seen:  # the same gene from two overlapping targets
+                    continue
+                seen.add(key)
+                rec.features += _genbank_features(f, fid, lo, hi, loc, fetch, translation_table,
+                                                  Feat, CompoundLocation)
+            yield rec
+
+    with atomic_open(path, "w", newline="\n") as fh, warnings.catch_warnings():
+        warnings.simplefilter("ignore", BiopythonWarning)  # long LOCUS names are written anyway
+        for rec in records():
+            SeqIO.write(rec, fh, "genbank")
+
+
+def _genbank_features(f, fid: str, lo: int, hi: int, loc, fetch, table: int, Feat,
+                      CompoundLocation) -> list:
+    """gene + CDS (or RNA, or gene + mRNA + CDS) features of one item, shifted by ``lo``."""
+    note = [] if f.score is None or not math.isfinite(f.score) else [f"score={f.score:.4f}"]
+    kind = getattr(f, "kind", None)
+    if kind is not None:  # an RNA gene
+        info = getattr(f, "attrs", None) or {}
+        where = loc(f.start - lo, f.end - lo, f.strand)
+        q = {"locus_tag": [fid]}
+        rna = dict(q, **{k: [info[k]] for k in ("product", "inference") if info.get(k)})
+        return [Feat(where, type="gene", qualifiers=q), Feat(where, type=kind, qualifiers=rna)]
+    cds_parts = list(getattr(f, "cds", None) or [(f.start, f.end)])
+    p5, p3 = (bool(v) for v in getattr(f, "partial", (False, False)))
+    left, right = (p5, p3) if f.strand != -1 else (p3, p5)
+    nt = _coding_sequence(f, fetch)
+    info = getattr(f, "attrs", None) or {}
+    t = int(info.get("transl_table", table))
+    full = sum(e - s for s, e in cds_parts)
+    q = {"locus_tag": [fid]}
+    cds = dict(q, codon_start=[str(1 + (full % 3 if p5 and not p3 else 0))], transl_table=[str(t)],
+               product=["hypothetical protein"], inference=["ab initio prediction:genoctx"],
+               translation=[_protein(nt, p5, t).rstrip("*")])
+    if note:
+        cds["note"] = note
+    span = loc(f.start - lo, f.end - lo, f.strand, left, right)
+    if len(cds_parts) == 1:
+        return [Feat(span, type="gene", qualifiers=q), Feat(span, type="CDS", qualifiers=cds)]
+    parts = [loc(s - lo, e - lo, f.strand) for s, e in cds_parts]
+    joined = CompoundLocation(parts if f.strand > 0 else parts[::-1])
+    return [Feat(span, type="gene", qualifiers=q), Feat(joined, type="mRNA", qualifiers=dict(q)),
+            Feat(joined, type="CDS", qualifiers=cds)]
 
 
 def _runs(values: np.ndarray, digits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -268,7 +268,7 @@ def test_rna_genes_from_the_sequence_finders(ecoli_rrnh, tmp_path, cli):
     pytest.importorskip("pyaragorn")
     pytest.importorskip("pybarrnap")
     code, _, _ = cli(["annotate", ecoli_rrnh, "--model", "none", "--rna", "tools",
-                      "--out", tmp_path / "t", "--quiet", "--formats", "gff3,bed"])
+                      "--out", tmp_path / "t", "--quiet", "--formats", "gff3,bed,gbk,faa"])
     assert code == 0
     rows = [line.split("\t") for line in (tmp_path / "t.gff3").read_text().splitlines()
             if not line.startswith("#")]
@@ -284,6 +284,22 @@ def test_rna_genes_from_the_sequence_finders(ecoli_rrnh, tmp_path, cli):
             assert all(min(hi, e) - max(lo, s) < 30 for s, e in spans), r
     assert len((tmp_path / "t.bed").read_text().splitlines()) == len(rna) + sum(
         r[2] == "CDS" for r in rows)
+    # the GenBank file holds the same features (and the proteins of the .faa), and genoctx's
+    # own annotation reader takes it as truth
+    from Bio import SeqIO
+
+    from genoctx.io.annotation import read_features
+
+    rec = SeqIO.read(tmp_path / "t.gbk", "genbank")
+    assert str(rec.seq) == "".join(ecoli_rrnh.read_text().split("\n")[1:])
+    gb = sorted((f.type, int(f.location.start), int(f.location.end)) for f in rec.features
+                if f.type != "gene")
+    assert gb == sorted((r[2], int(r[3]) - 1, int(r[4])) for r in rows if r[2] != "gene")
+    faa = {r.id: str(r.seq).rstrip("*") for r in SeqIO.parse(tmp_path / "t.faa", "fasta")}
+    assert {f.qualifiers["locus_tag"][0]: f.qualifiers["translation"][0] for f in rec.features
+            if f.type == "CDS"} == faa
+    (feats,) = read_features(tmp_path / "t.gbk").values()
+    assert sorted(f.kind for f in feats if f.kind in ("tRNA", "rRNA")) == sorted(r[2] for r in rna)
     # none: no RNA rows, and the CDS calls the finders removed are back
     assert cli(["annotate", ecoli_rrnh, "--model", "none", "--rna", "none", "--out",
                 tmp_path / "n", "--quiet", "--formats", "gff3"])[0] == 0

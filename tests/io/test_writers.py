@@ -308,3 +308,45 @@ def test_gene_fasta_joins_the_exons_of_spliced_genes(tmp_path):
     recs = list(SeqIO.parse(tmp_path / "s.faa", "fasta"))
     assert [str(r.seq) for r in recs] == ["MAKW*", "MAKW*"]
     assert recs[0].description.split(" # ")[1:4] == ["3", str(b + len(exon2)), "1"]
+
+
+def test_genbank_round_trips_through_biopython_and_the_annotation_reader(tmp_path):
+    """Genes (partial ones with < and >), RNAs and a spliced gene written as GenBank read back
+    through Biopython and genoctx's own GenBank reader with the same coordinates; a region of
+    a contig becomes its own record in the region's coordinates."""
+    from Bio import SeqIO
+
+    from genoctx.heads.spliced_decoder import SplicedGene
+    from genoctx.io.annotation import read_features, read_genes
+    from genoctx.io.writers import write_genbank
+
+    rng = random.Random(3)
+    contigs = {"chr one": "".join(rng.choice("ACGT") for _ in range(5000)),
+               "plasmid": "".join(rng.choice("ACGT") for _ in range(1200))}
+    fetch = lambda c, a, b: contigs[c][a:b]
+    targets = [("chr one", 0, 5000, 5000), ("plasmid", 0, 1200, 1200)]
+    path = tmp_path / "a.gbk"
+    write_genbank(path, _genes(), _rnas(), targets, fetch)
+    recs = {r.id: r for r in SeqIO.parse(path, "genbank")}
+    # whitespace cannot stand in a LOCUS line: the record is named chr_one
+    assert list(recs) == ["chr_one", "plasmid"] and str(recs["plasmid"].seq) == contigs["plasmid"]
+    cds = [f for f in recs["chr_one"].features if f.type == "CDS"]
+    assert [f.qualifiers["locus_tag"][0] for f in cds] == ["chr one_1", "chr one_2", "chr one_3",
+                                                          "chr one_4"]
+    assert str(cds[0].location) == "[<0:300](+)"       # runs in from the left edge
+    assert str(cds[3].location) == "[4700:>5000](-)"   # minus strand, 5' end off the right edge
+    protein = str(cds[1].location.extract(recs["chr_one"].seq).translate(table=11))
+    assert cds[1].qualifiers["translation"][0] == ("M" + protein[1:]).rstrip("*")
+    back = sorted((g.contig, g.start, g.end, g.strand) for g in read_genes(path))
+    assert back == sorted((g.contig.replace(" ", "_"), g.start, g.end, g.strand) for g in _genes())
+    rna = [f for f in read_features(path)["plasmid"] if f.kind == "ncRNA"]
+    assert [(f.start, f.end, f.strand) for f in rna] == [(10, 90, -1)]
+
+    spliced = [SplicedGene("chr one", -1, ((1000, 1101), (1200, 1280)), 0.4)]
+    write_genbank(tmp_path / "s.gbk", spliced, [], [("chr one", 900, 1500, 5000)], fetch)
+    rec = SeqIO.read(tmp_path / "s.gbk", "genbank")
+    assert rec.id == "chr_one:901-1500" and str(rec.seq) == contigs["chr one"][900:1500]
+    kinds = {f.type: f for f in rec.features}
+    assert set(kinds) == {"gene", "mRNA", "CDS"}
+    assert [(int(p.start), int(p.end)) for p in kinds["CDS"].location.parts] == [(300, 380),
+                                                                                 (100, 201)]
