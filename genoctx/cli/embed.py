@@ -13,7 +13,7 @@ SEGMENT_LEN = 16384
 
 def read_tokens(path: Path, region: str | None):
     """``(token ids uint8 [L], Region)`` of ``region`` (or the only record) of a FASTA file."""
-    from genoctx.io.fasta import FastaFile
+    from genoctx.io.fasta import FastaFile, check_nucleotide
     from genoctx.io.regions import Region, parse_region
     from genoctx.tokenize.nucleotide import ENCODE_TABLE
 
@@ -27,6 +27,7 @@ def read_tokens(path: Path, region: str | None):
                              f"(e.g. --region {fa.contigs[0]} or {fa.contigs[0]}:1-10,000)")
         if len(where) == 0:
             raise InputError(f"region {where} of {path} is empty; nothing to embed")
+        check_nucleotide(str(where), fa.fetch(where.contig, where.start, where.end), path)
         ids = fa.fetch_array(where.contig, where.start, where.end, table=ENCODE_TABLE)
     return ids, where
 

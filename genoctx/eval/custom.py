@@ -139,7 +139,7 @@ def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1
     def run(ctx: BenchContext) -> BenchResult:
         from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
         from genoctx.heads.annotate import annotate_fasta, call_bacterial
-        from genoctx.io.fasta import FastaFile
+        from genoctx.io.fasta import FastaFile, check_nucleotide
 
         truth_path = ctx.user_file(truth)
         fa_path = ctx.user_file(fasta)
@@ -150,6 +150,8 @@ def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1
         aliases = contig_aliases(fa.lengths, {g.contig for g in true})
         lengths = {aliases.get(c, c): n for c, n in fa.lengths.items()}
         records = [(aliases.get(c, c), fa.fetch(c, 0, n)) for c, n in fa.lengths.items() if n > 0]
+        for name, seq in records:
+            check_nucleotide(name, seq, fa_path)
         callers = {"genoctx (sequence only)": lambda: call_bacterial(records)[0],
                    "prodigal": lambda: prodigal_calls(records)}
         result = None

@@ -104,6 +104,10 @@ def test_embed_errors_leave_no_output(cli, small_ckpt, example_fasta, tmp_path):
     two.write_text(">a\nACGTACGT\n>b\nGGGGCCCC\n")
     code, _, err = cli(["embed", two, "--model", small_ckpt, "--out", out, "-q"])
     assert code == 2 and "choose one with --region" in err
+    prot = tmp_path / "prot.fa"
+    prot.write_text(">RS4_ECOLI\nMARYLGPKLKLSRREGTDLFLKSGVRAIDTKCKIEQAPGQHGARKPRLSDYGVQLREKQK\n")
+    code, _, err = cli(["embed", prot, "--model", small_ckpt, "--out", out, "-q"])
+    assert code == 2 and "looks like a protein sequence" in err
     if not (checkpoint.embedded_dir() / checkpoint.WEIGHTS_NAME).exists():
         code, _, err = cli(["embed", example_fasta, "--out", out, "-q"])
         assert code == 2 and "no trained weights ship" in err
