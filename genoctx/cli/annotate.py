@@ -56,6 +56,9 @@ def annotate(
     threads: int = typer.Option(0, "--threads", "-t", help="Processes decoding records side by "
                                 "side when each is decoded on its own (meta); 0: every core "
                                 "available. The output does not depend on it."),
+    gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
+                                    "section holding the contigs (as Prokka and Bakta write it; "
+                                    "Roary and Panaroo need it)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
@@ -71,6 +74,8 @@ def annotate(
     if context < 256 or not 0 <= overlap < context - 1:
         raise InputError("--context must be at least 256 and --overlap in [0, context - 1) "
                          "(a window holds context - 1 bases after BOS)")
+    if gff3_fasta and "gff3" not in chosen:
+        raise InputError("--gff3-fasta adds the sequences to the GFF3: add gff3 to --formats")
     if threads < 0:
         raise InputError(f"--threads must be 0 (every core) or more, got {threads}")
     workers = threads or available_cores()
@@ -82,7 +87,7 @@ def annotate(
                             rna=rna.lower(), procedure=procedure.lower(),
                             translation_table=translation_table, workers=workers,
                             need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
-    written = write_annotation(prefix, result, chosen)
+    written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta)
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "
                    + ", ".join(str(p) for p in written), err=True)

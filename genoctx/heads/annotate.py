@@ -12,6 +12,7 @@ half-open.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,13 +237,21 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                       source=Path(path))
 
 
-def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...]) -> list[Path]:
+@contextlib.contextmanager
+def _no_file():
+    yield None
+
+
+def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...], *,
+                     gff3_fasta: bool = False) -> list[Path]:
     """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.faa`` (proteins), ``PREFIX.ffn`` (coding
     sequences), ``PREFIX.gbk`` (GenBank), ``PREFIX.<track>.bedgraph`` and/or
     ``PREFIX.<track>.bw`` (bigWig), as ``formats`` asks; returns the paths.
 
-    Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. Each file
-    is written to a temporary name and renamed when complete.
+    Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. With
+    ``gff3_fasta`` the GFF3 ends with a ``##FASTA`` section holding the input's contigs (as
+    Prokka writes it; pangenome tools such as Roary and Panaroo need it). Each file is written
+    to a temporary name and renamed when complete.
     """
     from genoctx.io.writers import (
         write_bed,
@@ -257,16 +266,22 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
 
     spliced = result.mode == "eukaryote"
 
+    if ({"faa", "ffn", "gbk"} & set(formats) or gff3_fasta) and result.source is None:
+        raise InputError("sequence output (proteins, CDS, GenBank, GFF3 ##FASTA) needs the "
+                         "annotated FASTA (Annotation.source)")
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     written = []
     if "gff3" in formats:
         path = prefix.with_name(prefix.name + ".gff3")
         attrs = {"model_sha256": result.model_sha256} if result.model_sha256 else None
-        if spliced:
-            write_spliced_gff3(path, result.genes, result.lengths, attrs=attrs)
-        else:
-            write_gff3(path, result.genes, result.rnas, result.lengths, attrs=attrs)
+        with FastaFile(result.source) if gff3_fasta else _no_file() as fa:
+            fetch = fa.fetch if fa is not None else None
+            if spliced:
+                write_spliced_gff3(path, result.genes, result.lengths, attrs=attrs, fasta=fetch)
+            else:
+                write_gff3(path, result.genes, result.rnas, result.lengths, attrs=attrs,
+                           fasta=fetch)
         written.append(path)
     if "bed" in formats:
         path = prefix.with_name(prefix.name + ".bed")
@@ -275,9 +290,6 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
         else:
             write_bed(path, result.genes, result.rnas)
         written.append(path)
-    if {"faa", "ffn", "gbk"} & set(formats) and result.source is None:
-        raise InputError("protein, CDS and GenBank output need the annotated FASTA "
-                         "(Annotation.source)")
     for fmt, protein in (("faa", True), ("ffn", False)):
         if fmt not in formats:
             continue

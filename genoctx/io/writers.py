@@ -91,7 +91,7 @@ def _numbered(items: list, order: dict[str, int], prefix) -> list[tuple[str, obj
 
 
 def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int], *,
-               source: str = "genoctx", attrs: dict | None = None) -> None:
+               source: str = "genoctx", attrs: dict | None = None, fasta=None) -> None:
     """Write genes (gene → CDS) and RNAs (gene → tRNA/rRNA/ncRNA) as GFF3.
 
     Args:
@@ -103,6 +103,8 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
             (``##sequence-region`` lines).
         source: column 2.
         attrs: extra attributes added to every gene line (e.g. ``{"model": sha256}``).
+        fasta: optional ``fetch(contig, start, end)``: the contigs' bases follow the features
+            after a ``##FASTA`` line, as Prokka and Bakta write it (Roary and Panaroo read it).
     """
     order = _contig_order(lengths, list(genes) + list(rna))
     extra = sorted((attrs or {}).items())
@@ -136,6 +138,19 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
         lines.append("\t".join(col[:2] + [kind] + col[3:] + [phase, _attrs(sub)]))
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("\n".join(lines) + "\n")
+        if fasta is not None:
+            _write_fasta_section(fh, lengths, fasta)
+
+
+def _write_fasta_section(fh, lengths: dict[str, int], fetch) -> None:
+    """``##FASTA`` and every non-empty contig's bases (60 a line), one contig in memory at a time."""
+    fh.write("##FASTA\n")
+    for contig, n in lengths.items():
+        if n <= 0:
+            continue
+        seq = _as_text(fetch(contig, 0, n))
+        fh.write(f">{contig}\n")
+        fh.writelines(seq[i:i + 60] + "\n" for i in range(0, len(seq), 60))
 
 
 def write_bed(path: str | Path, genes: list, rna: list) -> None:
@@ -183,7 +198,7 @@ def _check_spliced(gid: str, g, lengths: dict[str, int]) -> None:
 
 
 def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *,
-                       source: str = "genoctx", attrs: dict | None = None) -> None:
+                       source: str = "genoctx", attrs: dict | None = None, fasta=None) -> None:
     """Write spliced genes as GFF3: gene → mRNA → exon and CDS rows (one per part).
 
     Args:
@@ -194,6 +209,7 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
         lengths: every contig's length, in the order contigs should appear.
         source: column 2.
         attrs: extra attributes added to every gene line.
+        fasta: optional ``fetch(contig, start, end)``: a ``##FASTA`` section, as in :func:`write_gff3`.
     """
     order = _contig_order(lengths, list(genes))
     extra = sorted((attrs or {}).items())
@@ -219,6 +235,8 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
         lines += [r for _, _, r in sorted(rows)]
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("\n".join(lines) + "\n")
+        if fasta is not None:
+            _write_fasta_section(fh, lengths, fasta)
 
 
 def write_spliced_bed(path: str | Path, genes: list) -> None:

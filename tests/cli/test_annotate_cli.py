@@ -223,6 +223,7 @@ def test_eukaryote_region_is_placed_on_the_contig(worm, tmp_path, cli):
     (["--procedure", "metagenome"], "procedure must be one of"),
     (["--translation-table", "5"], "translation table must be one of"),
     (["--threads", "-1"], "--threads must be 0"),
+    (["--formats", "bed", "--gff3-fasta"], "add gff3 to --formats"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):
     code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])

@@ -350,3 +350,30 @@ def test_genbank_round_trips_through_biopython_and_the_annotation_reader(tmp_pat
     assert set(kinds) == {"gene", "mRNA", "CDS"}
     assert [(int(p.start), int(p.end)) for p in kinds["CDS"].location.parts] == [(300, 380),
                                                                                  (100, 201)]
+
+
+def test_gff3_fasta_section_is_read_back_by_gffutils_and_the_readers(tmp_path):
+    """--gff3-fasta: the contigs follow a ##FASTA line (Prokka's layout); gffutils and genoctx's
+    readers stop at it and the bases parse as FASTA."""
+    from Bio import SeqIO
+
+    from genoctx.io.annotation import read_genes
+
+    rng = random.Random(5)
+    contigs = {"chr one": "".join(rng.choice("ACGT") for _ in range(5000)),
+               "plasmid": "".join(rng.choice("ACGT") for _ in range(1200))}
+    path = tmp_path / "f.gff3"
+    write_gff3(path, _genes(), _rnas(), LENGTHS, fasta=lambda c, a, b: contigs[c][a:b].encode())
+    text = path.read_text()
+    head, tail = text.split("##FASTA\n")
+    (tmp_path / "tail.fa").write_text(tail)
+    got = {r.description: str(r.seq) for r in SeqIO.parse(tmp_path / "tail.fa", "fasta")}
+    assert got == contigs and all(len(x) <= 60 for x in tail.splitlines())
+    assert sorted((g.start, g.end) for g in read_gff3_genes(path)) == sorted(
+        (g.start, g.end) for g in _genes())
+    assert len(read_genes(path)) == len(_genes())
+    write_gff3(tmp_path / "plain.gff3", _genes(), _rnas(), LENGTHS)
+    assert (tmp_path / "plain.gff3").read_text() == head
+    gffutils = pytest.importorskip("gffutils")
+    db = gffutils.create_db(str(path), ":memory:", merge_strategy="create_unique")
+    assert db.count_features_of_type("CDS") == len(_genes())
