@@ -124,16 +124,32 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
     finders run (``rna``, :data:`RNA_SOURCES`) their tRNA/tmRNA/rRNA genes come back as
     ``rnas`` and CDS calls overlapping them are dropped, else ``rnas`` is None. The evaluation
-    benchmarks call this too, so their numbers are those of the command. ``workers``
-    processes decode records side by side when each is decoded alone (``meta``).
+    benchmarks call this too, so their numbers are those of the command. With ``workers`` > 1
+    the RNA finders run in a process of their own while the genes are decoded, and the rest
+    of the workers decode records side by side when each is decoded alone (``meta``); the
+    result does not depend on ``workers``.
     """
     from genoctx.heads import rna_genes
 
-    genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
-                             progress=progress, workers=workers)
-    if not _finders_run(rna):
-        return genes, None
-    found = rna_genes.find_rna_genes([(c, s) for c, s in records if len(s)])
+    finders = _finders_run(rna)
+    nonempty = [(c, s) for c, s in records if len(s)]
+    pool = future = None
+    if finders and workers > 1 and nonempty:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        future = pool.submit(rna_genes.find_rna_genes, nonempty)
+        workers -= 1
+    try:
+        genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
+                                 progress=progress, workers=workers)
+        if not finders:
+            return genes, None
+        found = future.result() if future is not None else rna_genes.find_rna_genes(nonempty)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return rna_genes.drop_cds_in_rna(genes, found), found
 
 
@@ -221,7 +237,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     else:
         with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
             genes, found = call_bacterial(records, probs or None, params=params,
-                                          rna=rna if use_tools else "none", procedure=procedure)
+                                          rna=rna if use_tools else "none", procedure=procedure,
+                                          workers=workers)
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
         mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]
