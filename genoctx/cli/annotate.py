@@ -53,9 +53,9 @@ def annotate(
     translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "
                                           "of the genes: 11 (bacteria, archaea) or 4 (TGA = Trp: "
                                           "Mycoplasma, Spiroplasma, Ureaplasma)."),
-    threads: int = typer.Option(0, "--threads", "-t", help="Processes decoding records side by "
-                                "side when each is decoded on its own (meta); 0: every core "
-                                "available. The output does not depend on it."),
+    threads: int = typer.Option(0, "--threads", "-t", help="Processes for gene calling: the "
+                                "RNA-gene finders beside the decoder, records side by side under "
+                                "meta; 0: every core available. The output does not depend on it."),
     gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
                                     "section holding the contigs (as Prokka and Bakta write it; "
                                     "Roary and Panaroo need it)."),

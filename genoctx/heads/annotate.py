@@ -170,8 +170,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     head, eukaryote mode); otherwise genes come out the same without it, much faster.
     ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
     which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
-    ``workers`` processes decode records side by side when each is decoded on its own (meta);
-    the output does not depend on it.
+    ``workers`` processes share the decoding (see :func:`call_bacterial`); the output does not
+    depend on it.
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
