@@ -56,6 +56,8 @@ def annotate(
     threads: int = typer.Option(0, "--threads", "-t", help="Processes for gene calling: the "
                                 "RNA-gene finders beside the decoder, records side by side under "
                                 "meta; 0: every core available. The output does not depend on it."),
+    closed: bool = typer.Option(False, "--closed", "-c", help="Complete, closed sequences: no "
+                                "gene runs off a sequence end (as Prodigal's -c)."),
     gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
                                     "section holding the contigs (as Prokka and Bakta write it; "
                                     "Roary and Panaroo need it)."),
@@ -85,7 +87,7 @@ def annotate(
                             device=resolve_device(device), context=context, overlap=overlap,
                             batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                             rna=rna.lower(), procedure=procedure.lower(),
-                            translation_table=translation_table, workers=workers,
+                            translation_table=translation_table, workers=workers, closed=closed,
                             need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
     written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta)
     if not quiet:

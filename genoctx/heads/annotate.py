@@ -118,7 +118,8 @@ def _finders_run(rna: str) -> bool:
 
 def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                    params: DecoderParams | None = None, rna: str = "auto",
-                   procedure: str = "auto", bank=None, progress=None, workers: int = 1):
+                   procedure: str = "auto", bank=None, progress=None, workers: int = 1,
+                   closed: bool = False):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
@@ -127,7 +128,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     benchmarks call this too, so their numbers are those of the command. With ``workers`` > 1
     the RNA finders run in a process of their own while the genes are decoded, and the rest
     of the workers decode records side by side when each is decoded alone (``meta``); the
-    result does not depend on ``workers``.
+    result does not depend on ``workers``. ``closed``: genes may not run off sequence ends
+    (complete replicons; Prodigal's ``-c``).
     """
     from genoctx.heads import rna_genes
 
@@ -143,7 +145,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
         workers -= 1
     try:
         genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
-                                 progress=progress, workers=workers)
+                                 progress=progress, workers=workers, closed=closed)
         if not finders:
             return genes, None
         found = future.result() if future is not None else rna_genes.find_rna_genes(nonempty)
@@ -159,7 +161,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,
-                   workers: int = 1) -> Annotation:
+                   workers: int = 1, closed: bool = False) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -171,7 +173,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
     which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
     ``workers`` processes share the decoding (see :func:`call_bacterial`); the output does not
-    depend on it.
+    depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode).
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
@@ -233,12 +235,12 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
             genes, found = call_bacterial(records, probs or None, params=params,
                                           rna=rna if use_tools else "none", procedure=procedure,
-                                          progress=bar.advance, workers=workers)
+                                          progress=bar.advance, workers=workers, closed=closed)
     else:
         with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
             genes, found = call_bacterial(records, probs or None, params=params,
                                           rna=rna if use_tools else "none", procedure=procedure,
-                                          workers=workers)
+                                          workers=workers, closed=closed)
     out_genes, out_rnas = [], []
     for name, t in zip(names, targets):
         mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]

@@ -393,6 +393,23 @@ def test_protein_and_cds_fasta_match_the_genbank_translations(example_fasta, exa
     assert same >= 4
 
 
+def test_closed_sequences_get_no_partial_genes(example_fasta, tmp_path, cli):
+    """--closed (Prodigal's -c): no gene runs off the region's ends, where the open run has
+    partial genes; calls clear of the ends are kept."""
+    contig = example_fasta.read_text().split()[0][1:]
+    calls = {}
+    for flag in ([], ["--closed"]):
+        out = tmp_path / ("c" if flag else "o")
+        code, _, err = cli(["annotate", example_fasta, "--region", f"{contig}:1500-8000",
+                            "--formats", "gff3", "--model", "none", "--out", out, "--quiet", *flag])
+        assert code == 0, err
+        calls[bool(flag)] = read_gff3_genes(out.with_suffix(".gff3"))
+    assert any(any(g.partial) for g in calls[False])
+    assert calls[True] and not any(any(g.partial) for g in calls[True])
+    inner = {(g.strand, g.start, g.end) for g in calls[False] if 2500 < g.start and g.end < 7000}
+    assert inner and inner <= {(g.strand, g.start, g.end) for g in calls[True]}
+
+
 def _checkpoint_with_decoder(tmp_path, gene_weight: float, start_weight: float) -> Path:
     """A copy of the embedded checkpoint whose decoder.json sets the head's weights."""
     from genoctx.model import checkpoint
