@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import typer
+
+from genoctx.errors import InputError
 
 FORMATS = ("gff3", "bed", "bedgraph", "bigwig", "faa", "ffn", "gbk")
 
@@ -21,11 +27,14 @@ EPILOG = """Examples:
   genoctx annotate contigs.fa --procedure meta --out contigs   # metagenomic contigs, each alone
 
   genoctx annotate mycoplasma.fa -g 4 --out myco               # genetic code 4 (TGA = Trp)
+
+  zcat genome.fa.gz | genoctx annotate - --formats gff3,faa --out genome   # from a pipe
 """
 
 
 def annotate(
-    input: Path = typer.Argument(..., help="FASTA (plain, gzip or bgzip; many records)."),
+    input: Path = typer.Argument(..., help="FASTA (plain, gzip or bgzip; many records); - reads "
+                                 "standard input."),
     region: list[str] | None = typer.Option(None, "--region", "-r",
                                             help="Region chr:start-end (1-based, inclusive); repeatable."),
     regions: Path | None = typer.Option(None, "--regions", help="BED file of regions."),
@@ -65,7 +74,6 @@ def annotate(
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
     from genoctx.cli.common import available_cores, resolve_device, resolve_targets
-    from genoctx.errors import InputError
     from genoctx.heads.annotate import annotate_fasta, write_annotation
     from genoctx.io.fasta import FastaFile
 
@@ -81,15 +89,17 @@ def annotate(
     if threads < 0:
         raise InputError(f"--threads must be 0 (every core) or more, got {threads}")
     workers = threads or available_cores()
-    targets = resolve_targets(FastaFile(input), region, regions)
-    prefix = out if out is not None else Path(input.name.split(".")[0])
-    result = annotate_fasta(input, targets, model=None if model == "none" else model,
-                            device=resolve_device(device), context=context, overlap=overlap,
-                            batch_size=batch_size, quiet=quiet, mode=mode.lower(),
-                            rna=rna.lower(), procedure=procedure.lower(),
-                            translation_table=translation_table, workers=workers, closed=closed,
-                            need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
-    written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta)
+    from_stdin = str(input) == "-"
+    prefix = out if out is not None else Path("stdin" if from_stdin else input.name.split(".")[0])
+    with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as source:
+        targets = resolve_targets(FastaFile(source), region, regions)
+        result = annotate_fasta(source, targets, model=None if model == "none" else model,
+                                device=resolve_device(device), context=context, overlap=overlap,
+                                batch_size=batch_size, quiet=quiet, mode=mode.lower(),
+                                rna=rna.lower(), procedure=procedure.lower(),
+                                translation_table=translation_table, workers=workers,
+                                closed=closed, need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
+        written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta)
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "
                    + ", ".join(str(p) for p in written), err=True)
@@ -99,6 +109,20 @@ def annotate(
             typer.echo("gene statistics started from pre-trained decoder model(s) "
                        f"{', '.join(bank)} (--procedure single self-trains on the input)",
                        err=True)
+
+
+@contextlib.contextmanager
+def _spooled_stdin():
+    """Standard input (FASTA, plain or gzip) copied to a temporary file, which random access
+    and the sequence outputs read; removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="genoctx-stdin-") as tmp:
+        path = Path(tmp) / "stdin.fa"
+        with open(path, "wb") as fh:
+            shutil.copyfileobj(sys.stdin.buffer, fh, 1 << 20)
+        try:
+            yield path
+        except InputError as exc:  # name the input as the user gave it
+            raise InputError(str(exc).replace(str(path), "standard input")) from None
 
 
 def register(app: typer.Typer) -> None:

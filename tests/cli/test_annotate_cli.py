@@ -410,6 +410,24 @@ def test_closed_sequences_get_no_partial_genes(example_fasta, tmp_path, cli):
     assert inner and inner <= {(g.strand, g.start, g.end) for g in calls[True]}
 
 
+def test_standard_input_gives_the_same_output(example_fasta, tmp_path, cli, monkeypatch):
+    """`genoctx annotate -` reads FASTA (plain or gzip) from a pipe; errors name standard input."""
+    import io
+
+    args = ["--formats", "gff3,faa", "--model", "none", "--quiet"]
+    assert cli(["annotate", example_fasta, "--out", tmp_path / "file", *args])[0] == 0
+    for name, data in (("plain", example_fasta.read_bytes()),
+                       ("gz", gzip.compress(example_fasta.read_bytes()))):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+        code, _, err = cli(["annotate", "-", "--out", tmp_path / name, *args])
+        assert code == 0, err
+        for ext in ("gff3", "faa"):
+            assert (tmp_path / f"{name}.{ext}").read_bytes() == (tmp_path / f"file.{ext}").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b">p\nMKLLLEEFFQQ\n")))
+    code, _, err = cli(["annotate", "-", "--out", tmp_path / "x", "--quiet"])
+    assert code == 2 and err.startswith("genoctx: error: standard input: record 'p' looks like")
+
+
 def _checkpoint_with_decoder(tmp_path, gene_weight: float, start_weight: float) -> Path:
     """A copy of the embedded checkpoint whose decoder.json sets the head's weights."""
     from genoctx.model import checkpoint
