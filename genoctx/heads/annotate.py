@@ -140,9 +140,12 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        future = pool.submit(rna_genes.find_rna_genes, nonempty)
-        workers -= 1
+        try:
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            future = pool.submit(rna_genes.find_rna_genes, nonempty)
+            workers -= 1
+        except (OSError, NotImplementedError):  # no process semaphores here: run them in turn
+            pool = future = None
     try:
         genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
                                  progress=progress, workers=workers, closed=closed)

@@ -780,10 +780,14 @@ def _decode_records(records, probs, params, closed, procedure, bank, progress,
 
         # spawn: the workers import numpy and the decoder only, whatever threads this process
         # (torch's, for one) has started; map keeps the records' order
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_set_worker_bank, initargs=(bank,)) as pool:
-            results = pool.map(_decode_meta_job, jobs)
-            return _collect(records, results, progress)
+        try:
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_set_worker_bank, initargs=(bank,))
+        except (OSError, NotImplementedError):  # no process semaphores here: decode in turn
+            pool = None
+        if pool is not None:
+            with pool:
+                return _collect(records, pool.map(_decode_meta_job, jobs), progress)
     _set_worker_bank(bank)
     return _collect(records, map(_decode_meta_job, jobs), progress)
 

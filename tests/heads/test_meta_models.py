@@ -202,3 +202,19 @@ def test_worker_processes_give_the_same_calls_in_the_same_order(bmel):
                                                       workers=2)} == {only[0].name}
     with pytest.raises(InputError, match="workers"):
         call_genes_multi(recs, workers=0)
+
+
+def test_no_process_pool_falls_back_to_decoding_in_turn(bmel, monkeypatch):
+    """Where processes cannot be pooled (no POSIX semaphores, e.g. without /dev/shm), the
+    records are decoded here, with the same calls."""
+    import concurrent.futures
+
+    seq = bmel[0][0][1]
+    recs = [("a", seq[:20_000]), ("b", seq[20_000:35_000])]
+    want = call_genes_multi(recs, procedure="meta")
+
+    def refuse(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
+    assert call_genes_multi(recs, procedure="meta", workers=4) == want
