@@ -120,3 +120,19 @@ def test_finders_in_their_own_process_give_the_same_annotation(ecoli_slice):
     two = call_bacterial(recs, procedure="single", workers=2)
     assert one[1] and one[0]
     assert repr(two) == repr(one)  # RNA scores are NaN, which == never matches
+
+
+def test_finders_run_in_turn_where_processes_cannot_be_pooled(ecoli_slice, monkeypatch):
+    import concurrent.futures
+
+    from genoctx.heads.annotate import call_bacterial
+
+    contig, seq, _ = ecoli_slice
+    recs = [(contig, seq[220_000:240_000])]
+    want = call_bacterial(recs, procedure="single")
+
+    def refuse(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
+    assert repr(call_bacterial(recs, procedure="single", workers=2)) == repr(want)
