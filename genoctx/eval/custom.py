@@ -98,17 +98,30 @@ def _check_contigs(calls: list, truth: list, what: str) -> None:
                          f"{sorted(tc)[:3]}); rename the sequences so they agree")
 
 
+def read_predictions(path: Path) -> list:
+    """Predicted CDS of a GFF3 or GenBank file as GeneCalls (pseudo and joined CDS left out,
+    as in the truth)."""
+    from genoctx.heads.decoder import GeneCall
+    from genoctx.io.annotation import annotation_format
+    from genoctx.io.writers import read_gff3_genes
+
+    if annotation_format(path) != "genbank":
+        return read_gff3_genes(path)
+    return [GeneCall(g.contig, g.start, g.end, g.strand, float("nan"), "", (g.partial, g.partial))
+            for g in read_genes(path)]
+
+
 def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
                     method: str | None = None):
-    """A harness job scoring the CDS of ``predictions`` (GFF3) against ``truth``."""
-    from genoctx.io.writers import read_gff3_genes
+    """A harness job scoring the CDS of ``predictions`` (GFF3, or GenBank such as Prokka's,
+    Bakta's or ``genoctx annotate --formats gbk``) against ``truth``."""
 
     def run(ctx: BenchContext) -> BenchResult:
         pred_path = ctx.user_file(predictions)
         truth_path = ctx.user_file(truth)
         if fasta is not None:
             ctx.user_file(fasta)
-        calls = read_gff3_genes(pred_path)
+        calls = read_predictions(pred_path)
         true = read_genes(truth_path)
         if not true:
             raise InputError(f"{truth_path} has no CDS to score against")

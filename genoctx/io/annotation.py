@@ -163,6 +163,11 @@ def _open_text(path: str | Path) -> io.TextIOBase:
     return open(path, encoding="utf-8", errors="replace")
 
 
+def annotation_format(path: str | Path) -> str:
+    """``genbank``, ``gff3`` or ``gtf``: from the file name, else from the first lines."""
+    return _sniff_format(Path(path))
+
+
 def _sniff_format(path: Path) -> str:
     name = path.name.lower().removesuffix(".gz")
     for fmt, suffixes in (("genbank", _GENBANK_SUFFIXES), ("gff3", _GFF_SUFFIXES),

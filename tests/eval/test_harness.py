@@ -127,6 +127,25 @@ def test_predictions_mode_scores_by_hand(tmp_path, cli, example_genbank, example
     assert g.contig == "NC_005816.1"
 
 
+def test_predictions_mode_reads_genbank(tmp_path, cli, example_genbank, example_fasta):
+    """A GenBank file of predictions (Prokka, Bakta, `genoctx annotate --formats gbk`) scores as
+    its GFF3; the truth record itself scores 1.0."""
+    assert cli(["annotate", example_fasta, "--formats", "gff3,gbk", "--model", "none",
+                "--out", tmp_path / "a", "--quiet"])[0] == 0
+    got = {}
+    for pred in (tmp_path / "a.gff3", tmp_path / "a.gbk", example_genbank):
+        out = tmp_path / f"r_{pred.suffix[1:]}"
+        code, _, err = cli(["eval", "--predictions", pred, "--truth", example_genbank,
+                            "--out", out, "-q"])
+        assert code == 0, err
+        m = json.loads((out / "metrics.json").read_text())["benchmarks"]["predictions"]["metrics"]
+        got[pred.suffix] = m[pred.name]
+    keys = ("tp", "n_pred", "n_true", "sensitivity", "precision", "start_agreement")
+    assert [got[".gbk"][k] for k in keys] == [got[".gff3"][k] for k in keys]
+    assert got[".gbk"]["n_pred"] >= 8
+    assert (got[".gb"]["sensitivity"], got[".gb"]["precision"]) == (1.0, 1.0)
+
+
 def test_predictions_mode_errors(tmp_path, cli, example_genbank):
     bad = tmp_path / "bad.gff3"
     bad.write_text("##gff-version 3\nother\tt\tCDS\t1\t30\t.\t+\t0\tID=a\n")
