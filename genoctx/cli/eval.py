@@ -36,8 +36,8 @@ def eval_command(
                                "marked as such in the report)."),
     check_reproducible: bool = typer.Option(False, "--check-reproducible", help="Run twice and "
                                             "fail (exit 1) on any difference in the metrics."),
-    predictions: Path | None = typer.Option(None, "--predictions", help="GFF3 of any tool to "
-                                            "score against --truth."),
+    predictions: Path | None = typer.Option(None, "--predictions", help="GFF3 or GenBank of any "
+                                            "tool to score against --truth."),
     truth: Path | None = typer.Option(None, "--truth", help="Truth annotation (GenBank, GFF3 or "
                                       "GTF; gzip allowed)."),
     fasta: Path | None = typer.Option(None, "--fasta", help="FASTA of the truth's genome: with "
@@ -73,7 +73,7 @@ def eval_command(
         elif fasta is not None:
             job = ("model-on-truth", model_job(truth, fasta))
         else:
-            raise InputError("with --truth, give --predictions (score a GFF3) or --fasta (score "
+            raise InputError("with --truth, give --predictions (score a GFF3 or GenBank) or --fasta (score "
                              "the model on that genome)")
         root = Path(data_root) if data_root else default_data_root()
 
