@@ -73,8 +73,8 @@ def eval_command(
         elif fasta is not None:
             job = ("model-on-truth", model_job(truth, fasta))
         else:
-            raise InputError("with --truth, give --predictions (score a GFF3 or GenBank) or --fasta (score "
-                             "the model on that genome)")
+            raise InputError("with --truth, give --predictions (score a GFF3 or GenBank) or "
+                             "--fasta (score the model on that genome)")
         root = Path(data_root) if data_root else default_data_root()
 
         def run(target: Path) -> dict:
