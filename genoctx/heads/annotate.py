@@ -259,11 +259,6 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                       source=Path(path))
 
 
-@contextlib.contextmanager
-def _no_file():
-    yield None
-
-
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...], *,
                      gff3_fasta: bool = False) -> list[Path]:
     """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.faa`` (proteins), ``PREFIX.ffn`` (coding
@@ -288,47 +283,43 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
 
     spliced = result.mode == "eukaryote"
 
-    if ({"faa", "ffn", "gbk"} & set(formats) or gff3_fasta) and result.source is None:
+    needs_bases = bool({"faa", "ffn", "gbk"} & set(formats)) or (gff3_fasta and "gff3" in formats)
+    if needs_bases and result.source is None:
         raise InputError("sequence output (proteins, CDS, GenBank, GFF3 ##FASTA) needs the "
                          "annotated FASTA (Annotation.source)")
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     written = []
-    if "gff3" in formats:
-        path = prefix.with_name(prefix.name + ".gff3")
-        attrs = {"model_sha256": result.model_sha256} if result.model_sha256 else None
-        with FastaFile(result.source) if gff3_fasta else _no_file() as fa:
-            fetch = fa.fetch if fa is not None else None
+    with FastaFile(result.source) if needs_bases else contextlib.nullcontext() as fa:
+        if "gff3" in formats:
+            path = prefix.with_name(prefix.name + ".gff3")
+            attrs = {"model_sha256": result.model_sha256} if result.model_sha256 else None
+            fetch = fa.fetch if gff3_fasta else None
             if spliced:
                 write_spliced_gff3(path, result.genes, result.lengths, attrs=attrs, fasta=fetch)
             else:
                 write_gff3(path, result.genes, result.rnas, result.lengths, attrs=attrs,
                            fasta=fetch)
-        written.append(path)
-    if "bed" in formats:
-        path = prefix.with_name(prefix.name + ".bed")
-        if spliced:
-            write_spliced_bed(path, result.genes)
-        else:
-            write_bed(path, result.genes, result.rnas)
-        written.append(path)
-    for fmt, protein in (("faa", True), ("ffn", False)):
-        if fmt not in formats:
-            continue
-        path = prefix.with_name(f"{prefix.name}.{fmt}")
-        with FastaFile(result.source) as fa:
-            write_gene_fasta(path, result.genes, result.lengths, fa.fetch, protein=protein)
-        written.append(path)
-    if "gbk" in formats:
-        path = prefix.with_name(f"{prefix.name}.gbk")
-        table = {int(g.attrs["transl_table"]) for g in result.genes
-                 if "transl_table" in (getattr(g, "attrs", None) or {})}
-        with FastaFile(result.source) as fa:
+            written.append(path)
+        if "bed" in formats:
+            path = prefix.with_name(prefix.name + ".bed")
+            if spliced:
+                write_spliced_bed(path, result.genes)
+            else:
+                write_bed(path, result.genes, result.rnas)
+            written.append(path)
+        # genes carry their own translation table (attrs["transl_table"]) when it is not 11
+        for fmt, protein in (("faa", True), ("ffn", False)):
+            if fmt in formats:
+                path = prefix.with_name(f"{prefix.name}.{fmt}")
+                write_gene_fasta(path, result.genes, result.lengths, fa.fetch, protein=protein)
+                written.append(path)
+        if "gbk" in formats:
+            path = prefix.with_name(f"{prefix.name}.gbk")
             write_genbank(path, result.genes, result.rnas,
                           [(t.contig, t.start, t.end, result.lengths[t.contig])
-                           for t in result.targets], fa.fetch,
-                          translation_table=table.pop() if len(table) == 1 else 11)
-        written.append(path)
+                           for t in result.targets], fa.fetch)
+            written.append(path)
     names = EUKARYOTE_TRACKS if spliced else TRACKS
     for fmt, ext in (("bedgraph", "bedgraph"), ("bigwig", "bw")):
         if fmt not in formats or not result.tracks:

@@ -55,10 +55,16 @@ def _attrs(pairs: list[tuple[str, object]]) -> str:
                     for k, v in pairs if v is not None)
 
 
+def _partial_ends(g) -> tuple[bool, bool, bool, bool]:
+    """(5', 3', left, right): which ends of ``g`` run off its sequence, along its strand and in
+    forward coordinates (``partial`` is (5', 3'); items without it are complete)."""
+    p5, p3 = (bool(v) for v in getattr(g, "partial", (False, False)))
+    return (p5, p3, p5, p3) if g.strand != -1 else (p5, p3, p3, p5)
+
+
 def _partial_attrs(g) -> list[tuple[str, object]]:
     """NCBI-style partial markers; ``partial`` is (5', 3') along the gene's strand."""
-    p5, p3 = (bool(v) for v in g.partial)
-    left, right = (p5, p3) if g.strand != -1 else (p3, p5)
+    _, _, left, right = _partial_ends(g)
     if not (left or right):
         return []
     lo, hi = _gff_interval(g.start, g.end)
@@ -265,7 +271,7 @@ def _coding_sequence(g, fetch) -> str:
     nt = "".join(_as_text(fetch(g.contig, a, b)) for a, b in parts).upper()
     if g.strand < 0:
         nt = nt[::-1].translate(_COMPLEMENT)
-    p5, p3 = (bool(v) for v in getattr(g, "partial", (False, False)))
+    p5, p3, _, _ = _partial_ends(g)
     extra = len(nt) % 3
     if extra:
         nt = nt[extra:] if p5 and not p3 else nt[:len(nt) - extra]
@@ -309,8 +315,7 @@ def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fet
     lines = []
     for gid, g in _numbered(list(genes), order, lambda g: ""):
         nt = _coding_sequence(g, fetch)
-        p5, p3 = (bool(v) for v in getattr(g, "partial", (False, False)))
-        left, right = (p5, p3) if g.strand != -1 else (p3, p5)
+        p5, _, left, right = _partial_ends(g)
         info = getattr(g, "attrs", None) or {}
         fields = [("ID", gid), ("partial", f"{int(left)}{int(right)}")]
         body = _protein(nt, p5, int(info.get("transl_table", translation_table))) if protein else nt
@@ -347,20 +352,18 @@ def write_genbank(path: str | Path, genes: list, rnas: list, targets: list, fetc
 
     from Bio import BiopythonWarning, SeqIO
     from Bio.Seq import Seq
-    from Bio.SeqFeature import AfterPosition, BeforePosition, CompoundLocation, SimpleLocation
-    from Bio.SeqFeature import SeqFeature as Feat
     from Bio.SeqRecord import SeqRecord
 
     lengths = {}
     for contig, _, _, n in targets:
         lengths.setdefault(contig, n)
     order = _contig_order(lengths, list(genes) + list(rnas))
-    ids = {id(g): gid for gid, g in _numbered(list(genes), order, lambda g: "")}
-    ids.update({id(r): gid for gid, r in _numbered(list(rnas), order, lambda r: r.kind + "_")})
-
-    def loc(a: int, b: int, strand: int, left: bool = False, right: bool = False):
-        return SimpleLocation(BeforePosition(a) if left else a, AfterPosition(b) if right else b,
-                              strand=strand)
+    by_contig: dict[str, list[tuple[str, object]]] = {}
+    for gid, f in (_numbered(list(genes), order, lambda g: "")
+                   + _numbered(list(rnas), order, lambda r: r.kind + "_")):
+        by_contig.setdefault(f.contig, []).append((gid, f))
+    for items in by_contig.values():
+        items.sort(key=lambda t: (t[1].start, t[1].end, t[0]))
 
     def records():
         for contig, lo, hi, n in targets:
@@ -369,19 +372,14 @@ def write_genbank(path: str | Path, genes: list, rnas: list, targets: list, fetc
             seq = _as_text(fetch(contig, lo, hi)).upper()
             rec = SeqRecord(Seq(seq), id=name, name=name, description=f"{name} annotated by genoctx")
             rec.annotations.update(molecule_type="DNA", topology="linear")
-            mine = sorted((f for f in list(genes) + list(rnas)
-                           if f.contig == contig and lo <= f.start and f.end <= hi),
-                          key=lambda f: (f.start, f.end, ids[id(f)]))
             seen = set()
-            for f in mine:
-                fid = ids[id(f)]
+            for fid, f in by_contig.get(contig, ()):
                 key = (f.start, f.end, f.strand, getattr(f, "kind", "CDS"),
                        tuple(getattr(f, "cds", ())))
-                if key in seen:  # the same gene from two overlapping targets
-                    continue
-                seen.add(key)
-                rec.features += _genbank_features(f, fid, lo, hi, loc, fetch, translation_table,
-                                                  Feat, CompoundLocation)
+                # inside this target, and once even when two overlapping targets both called it
+                if lo <= f.start and f.end <= hi and key not in seen:
+                    seen.add(key)
+                    rec.features += _genbank_features(f, fid, lo, fetch, translation_table)
             yield rec
 
     with atomic_open(path, "w", newline="\n") as fh, warnings.catch_warnings():
@@ -390,34 +388,39 @@ def write_genbank(path: str | Path, genes: list, rnas: list, targets: list, fetc
             SeqIO.write(rec, fh, "genbank")
 
 
-def _genbank_features(f, fid: str, lo: int, hi: int, loc, fetch, table: int, Feat,
-                      CompoundLocation) -> list:
+def _gb_location(a: int, b: int, strand: int, left: bool = False, right: bool = False):
+    """A GenBank location; ``left`` / ``right``: that end runs off the sequence (``<`` / ``>``)."""
+    from Bio.SeqFeature import AfterPosition, BeforePosition, SimpleLocation
+
+    return SimpleLocation(BeforePosition(a) if left else a, AfterPosition(b) if right else b,
+                          strand=strand)
+
+
+def _genbank_features(f, fid: str, lo: int, fetch, table: int) -> list:
     """gene + CDS (or RNA, or gene + mRNA + CDS) features of one item, shifted by ``lo``."""
-    note = [] if f.score is None or not math.isfinite(f.score) else [f"score={f.score:.4f}"]
+    from Bio.SeqFeature import CompoundLocation
+    from Bio.SeqFeature import SeqFeature as Feat
+
+    q = {"locus_tag": [fid]}
+    info = getattr(f, "attrs", None) or {}
     kind = getattr(f, "kind", None)
     if kind is not None:  # an RNA gene
-        info = getattr(f, "attrs", None) or {}
-        where = loc(f.start - lo, f.end - lo, f.strand)
-        q = {"locus_tag": [fid]}
+        where = _gb_location(f.start - lo, f.end - lo, f.strand)
         rna = dict(q, **{k: [info[k]] for k in ("product", "inference") if info.get(k)})
         return [Feat(where, type="gene", qualifiers=q), Feat(where, type=kind, qualifiers=rna)]
     cds_parts = list(getattr(f, "cds", None) or [(f.start, f.end)])
-    p5, p3 = (bool(v) for v in getattr(f, "partial", (False, False)))
-    left, right = (p5, p3) if f.strand != -1 else (p3, p5)
-    nt = _coding_sequence(f, fetch)
-    info = getattr(f, "attrs", None) or {}
+    p5, p3, left, right = _partial_ends(f)
     t = int(info.get("transl_table", table))
     full = sum(e - s for s, e in cds_parts)
-    q = {"locus_tag": [fid]}
     cds = dict(q, codon_start=[str(1 + (full % 3 if p5 and not p3 else 0))], transl_table=[str(t)],
                product=["hypothetical protein"], inference=["ab initio prediction:genoctx"],
-               translation=[_protein(nt, p5, t).rstrip("*")])
-    if note:
-        cds["note"] = note
-    span = loc(f.start - lo, f.end - lo, f.strand, left, right)
+               translation=[_protein(_coding_sequence(f, fetch), p5, t).rstrip("*")])
+    if f.score is not None and math.isfinite(f.score):
+        cds["note"] = [f"score={f.score:.4f}"]
+    span = _gb_location(f.start - lo, f.end - lo, f.strand, left, right)
     if len(cds_parts) == 1:
         return [Feat(span, type="gene", qualifiers=q), Feat(span, type="CDS", qualifiers=cds)]
-    parts = [loc(s - lo, e - lo, f.strand) for s, e in cds_parts]
+    parts = [_gb_location(s - lo, e - lo, f.strand) for s, e in cds_parts]
     joined = CompoundLocation(parts if f.strand > 0 else parts[::-1])
     return [Feat(span, type="gene", qualifiers=q), Feat(joined, type="mRNA", qualifiers=dict(q)),
             Feat(joined, type="CDS", qualifiers=cds)]
