@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from genoctx.errors import InputError
-from genoctx.io.digest import verify_digest_file, write_digest
+from genoctx.io.digest import verify_digest_file, write_digest, write_fit_record
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 FILE = "meta_models.safetensors"
@@ -175,13 +175,9 @@ def main(argv: list[str] | None = None) -> None:
     names = {n for n, _ in genomes}
     files = {e.path: e.sha256 for e in load_manifest(root).values()
              if Path(e.path).name.split(".gbff")[0].split(".fna")[0] in names}
-    info = {"command": "python -m genoctx.heads.meta_models" + (
-                f" --data-root {args.data_root}" if args.data_root else ""),
-            "sha256": (out / f"{FILE}.sha256").read_text().split()[0],
-            "models": {m.name: round(m.gc, 4) for m in bank},
-            "files": files,
-            "check": "python benchmarks/genecall_regions.py"}
-    (out / "meta_models.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_fit_record(out / "meta_models.json", "genoctx.heads.meta_models", args.data_root,
+                     out / FILE, models={m.name: round(m.gc, 4) for m in bank}, files=files,
+                     check="python benchmarks/genecall_regions.py")
     print(f"wrote {path} ({path.stat().st_size} bytes)")
 
 

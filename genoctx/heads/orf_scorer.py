@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from genoctx.errors import InputError
-from genoctx.io.digest import verify_digest_file, write_digest
+from genoctx.io.digest import verify_digest_file, write_digest, write_fit_record
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 FILE = "orf_scorer.safetensors"
@@ -293,14 +292,11 @@ def main(argv: list[str] | None = None) -> None:
     manifest = load_manifest(root)
     files = {e.path: e.sha256 for e in manifest.values()
              if Path(e.path).name in {g.name for g in genomes}}
-    info = {"command": "python -m genoctx.heads.orf_scorer" + (
-                f" --data-root {args.data_root}" if args.data_root else ""),
-            "sha256": (out / f"{FILE}.sha256").read_text().split()[0],
-            "trees": len(scorer.trees.feature), "platt": list(scorer.platt),
-            "weight": scorer.weight, "clip": scorer.clip, "features": list(FEATURE_NAMES),
-            "train_files": files,
-            "held_out_check": "python benchmarks/decoder_orf_classifier.py"}
-    (out / "orf_scorer.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_fit_record(out / "orf_scorer.json", "genoctx.heads.orf_scorer", args.data_root,
+                     out / FILE, trees=len(scorer.trees.feature), platt=list(scorer.platt),
+                     weight=scorer.weight, clip=scorer.clip, features=list(FEATURE_NAMES),
+                     train_files=files,
+                     held_out_check="python benchmarks/decoder_orf_classifier.py")
     print(f"wrote {path} ({path.stat().st_size} bytes)")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from genoctx.errors import InputError
@@ -28,3 +29,12 @@ def verify_digest_file(path: Path, what: str, remedy: str) -> str:
     if got != want:
         raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want})")
     return got
+
+
+def write_fit_record(path: Path, module: str, data_root, weights: Path, **fields) -> None:
+    """Write the JSON record shipped beside a fitted file: the command that refits it
+    (``python -m module [--data-root DIR]``), the fitted file's sha256 (from its side file),
+    then ``fields`` in the order given."""
+    info = {"command": f"python -m {module}" + (f" --data-root {data_root}" if data_root else ""),
+            "sha256": Path(f"{weights}.sha256").read_text().split()[0], **fields}
+    Path(path).write_text(json.dumps(info, indent=2) + "\n")
