@@ -147,10 +147,12 @@ def fit_coding_model(coding_QK: np.ndarray, background_K: np.ndarray,
 
 
 def stop_probability(gc: float, table: int = 11) -> float:
-    """Chance that a random codon is a stop at genome G+C fraction ``gc``: TAA, TAG, TGA
-    (translation table 11), or TAA, TAG (table 4)."""
-    at, g = (1.0 - gc) / 2.0, gc / 2.0
-    return at ** 3 + (2.0 if table == 11 else 1.0) * at * at * g
+    """Chance that a random codon is a stop of translation ``table`` (its stops:
+    :data:`genoctx.heads.orfs.TABLE_STOPS`) at genome G+C fraction ``gc``."""
+    from genoctx.heads.orfs import TABLE_STOPS
+
+    base = {"A": (1.0 - gc) / 2.0, "T": (1.0 - gc) / 2.0, "C": gc / 2.0, "G": gc / 2.0}
+    return sum(base[a] * base[b] * base[c] for a, b, c in TABLE_STOPS[table])
 
 
 def length_factor(num_codons: np.ndarray, gc: float, ref: float = 80.0,

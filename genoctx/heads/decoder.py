@@ -788,8 +788,7 @@ def _decode_records(records, probs, params, closed, procedure, bank, progress,
         if pool is not None:
             with pool:
                 return _collect(records, pool.map(_decode_meta_job, jobs), progress)
-    _set_worker_bank(bank)
-    return _collect(records, map(_decode_meta_job, jobs), progress)
+    return _collect(records, (_decode_meta(job, bank) for job in jobs), progress)
 
 
 def _collect(records, results, progress) -> list[GeneCall]:
@@ -801,7 +800,7 @@ def _collect(records, results, progress) -> list[GeneCall]:
     return out
 
 
-_WORKER_BANK = None  # the bank _decode_meta_job uses (None: the shipped one)
+_WORKER_BANK = None  # in a worker process: the bank its jobs use (None: the shipped one)
 
 
 def _set_worker_bank(bank) -> None:
@@ -810,9 +809,13 @@ def _set_worker_bank(bank) -> None:
 
 
 def _decode_meta_job(job) -> list[GeneCall]:
-    """One record decoded from the best model of the bank (``meta``), in this or a worker process."""
+    """:func:`_decode_meta` in a worker process, with the bank its initializer set."""
+    return _decode_meta(job, _WORKER_BANK)
+
+
+def _decode_meta(job, bank) -> list[GeneCall]:
+    """One record decoded from the best model of ``bank`` (None: the shipped one)."""
     contig, seq, probs_LC, params, closed = job
-    bank = _WORKER_BANK
     if bank is None:
         from genoctx.heads.meta_models import default_bank
 

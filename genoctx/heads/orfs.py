@@ -28,7 +28,6 @@ def _codon(s: str) -> int:
     return int(BASE_CODE[ord(s[0])]) * 16 + int(BASE_CODE[ord(s[1])]) * 4 + int(BASE_CODE[ord(s[2])])
 
 
-STOP_CODONS = np.array([_codon(c) for c in ("TAA", "TAG", "TGA")])
 # stop codons of the translation tables the decoder knows: 11 (bacteria, archaea, plastids) and
 # 4 (Mycoplasma, Spiroplasma: TGA codes for tryptophan)
 TABLE_STOPS = {11: ("TAA", "TAG", "TGA"), 4: ("TAA", "TAG")}
