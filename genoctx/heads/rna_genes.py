@@ -89,8 +89,7 @@ def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) 
     return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
 
 
-def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
-              threads: int | None = None) -> list[RNACall]:
+def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac") -> list[RNACall]:
     """5S/16S/23S rRNA genes of every record (barrnap profiles), 0-based half-open, sorted.
 
     Partial hits (barrnap's ``note=aligned only ...``) are kept and marked ``partial=true``.
@@ -105,8 +104,7 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
             for i, (_, s) in enumerate((c, s) for c, s in records if s)]
     if not seqs:
         return []
-    if threads is None:  # nhmmer's hits do not depend on it
-        threads = max(1, min(4, os.cpu_count() or 1))
+    threads = max(1, min(4, os.cpu_count() or 1))  # nhmmer's hits do not depend on it
     result = pybarrnap.Barrnap(seqs, kingdom=kingdom, threads=threads, quiet=True).run()
     version = getattr(pybarrnap, "__version__", "")
     out = []
@@ -126,11 +124,9 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
 
 
-def find_rna_genes(records: list[tuple[str, bytes]], *, threads: int | None = None
-                   ) -> list[RNACall]:
-    """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed); ``threads``
-    for barrnap's nhmmer (default: the cores, at most 4)."""
-    return sorted(find_trna(records) + find_rrna(records, threads=threads),
+def find_rna_genes(records: list[tuple[str, bytes]]) -> list[RNACall]:
+    """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed)."""
+    return sorted(find_trna(records) + find_rrna(records),
                   key=lambda r: (r.contig, r.start, r.end, r.strand, r.kind))
 
 
