@@ -8,7 +8,8 @@ Every record is copied with these INFO fields added (declared in the header):
   checkpoint's annotation head, else ``.``;
 - ``GCX_CONSEQ`` (Number=A, String): consequence of each ALT (:mod:`genoctx.heads.consequence`)
   from ``--annotation``, else from the genes the decoder predicts on the reference around the
-  variants;
+  variants; codons are read in ``--translation-table`` (default 11) unless a CDS of the
+  annotation names its own ``transl_table``;
 - ``GCX_SCORE`` (Number=A, Float): a supervised head's score, only when one is given
   (:class:`genoctx.heads.variant.VariantHead`; none ships yet, so the CLI never writes it).
 
@@ -221,7 +222,7 @@ def _load_model(model: str, device: str, want_head: bool):
 
 
 def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_size: int,
-               quiet: bool, params=None) -> _Annotator:
+               quiet: bool, params=None, table: int = 11) -> _Annotator:
     from genoctx.heads.consequence import GeneModel, predict_gene_model
     from genoctx.io.annotation import read_features
     from genoctx.progress import progress_bar
@@ -232,7 +233,7 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
             raise InputError(f"none of the contigs of {annotation} ({', '.join(list(features)[:5])})"
                              f" is in the reference ({', '.join(fa.contigs[:5])}); the annotation "
                              "must be on the reference's sequences")
-        genes = GeneModel.from_features(features, fa)
+        genes = GeneModel.from_features(features, fa, table)
         source = f"the annotation {annotation.name}"
         return _Annotator(genes.klass, genes.consequence, source, source)
     targets = collector.regions()
@@ -247,10 +248,13 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
 
 def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "embedded",
               context: int = 1024, annotation: Path | None = None, batch_size: int = 16,
-              device: str = "cpu", quiet: bool = True, supervised=None) -> Summary:
+              device: str = "cpu", quiet: bool = True, supervised=None,
+              translation_table: int = 11) -> Summary:
     """Score every variant of ``vcf`` and write the annotated VCF to ``out`` (None: stdout).
 
     Args:
+        translation_table: NCBI genetic code for consequences: of the predicted genes (11 or 4,
+            the decoder's), or of the annotation's CDS that name no ``transl_table`` (any).
         supervised: the ``GCX_SCORE`` hook, a :class:`genoctx.heads.variant.VariantHead`
             (None: no such field).
 
@@ -267,6 +271,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
                          f"{batch_size})")
     if out is not None and Path(out).resolve() == vcf.resolve():
         raise InputError(f"--out {out} is the input VCF; write to another file")
+    _check_table(translation_table, annotation)
     with _records(vcf):  # missing / not VCF / unreadable header: fail before any work
         pass
     with FastaFile(reference) as fa:
@@ -274,12 +279,20 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
         collector = TargetCollector(fa.lengths) if annotation is None else None
         total = _survey(vcf, fa, collector)
         params = None
-        if annotation is None and head is not None:  # the checkpoint's decoder settings
-            from genoctx.heads.annotate import decoder_params
-            from genoctx.model.checkpoint import resolve_checkpoint
+        if annotation is None:
+            import dataclasses
 
-            params = decoder_params(resolve_checkpoint(model))
-        ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet, params)
+            from genoctx.heads.decoder import DecoderParams
+
+            params = DecoderParams()
+            if head is not None:  # the checkpoint's decoder settings
+                from genoctx.heads.annotate import decoder_params
+                from genoctx.model.checkpoint import resolve_checkpoint
+
+                params = decoder_params(resolve_checkpoint(model))
+            params = dataclasses.replace(params, translation_table=translation_table)
+        ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet, params,
+                         translation_table)
         provenance = (f"Version={_version()},Model=sha256:{sha[:16]},Context={context},"
                       f"Reference={Path(reference).name}")
         stats, summary = VariantStats(), Summary()
@@ -294,6 +307,17 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     summary.symbolic = stats.symbolic
     summary.indexed = compressed and _index(Path(out))
     return summary
+
+
+def _check_table(table: int, annotation: Path | None) -> None:
+    """Any NCBI code for a given annotation; the decoder's codes when genes are predicted."""
+    from genoctx.heads.consequence import check_table
+    from genoctx.heads.decoder import check_options
+
+    if annotation is None:
+        check_options("auto", table)
+    else:
+        check_table(table)
 
 
 def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, context: int,
@@ -390,6 +414,10 @@ def score_variants_cmd(
                               "checkpoint directory."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     batch_size: int = typer.Option(16, "--batch-size", help="Windows per model call."),
+    translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "
+                                          "for GCX_CONSEQ: 11 or 4 (TGA = Trp: Mycoplasma) for "
+                                          "predicted genes; any NCBI code with --annotation, "
+                                          "where a CDS's own transl_table wins."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary."),
 ) -> None:
     """Score the variants of a VCF with the model's log-likelihood; add consequences (VCF out)."""
@@ -397,7 +425,8 @@ def score_variants_cmd(
 
     summary = score_vcf(variants, reference, out, model=model, context=context,
                         annotation=annotation, batch_size=batch_size,
-                        device=resolve_device(device), quiet=quiet)
+                        device=resolve_device(device), quiet=quiet,
+                        translation_table=translation_table)
     if out is not None and out.name.endswith((".gz", ".bgz")) and not summary.indexed:
         typer.echo(f"genoctx: warning: {out} is not tabix-indexed (records not sorted by "
                    "position)", err=True)

@@ -15,9 +15,11 @@ the most severe one):
   one / the stop codon lost / the start codon (ATG, GTG, TTG at phase 0) changed to anything but
   ATG;
 * ``frameshift`` / ``inframe_indel`` — coding length changed by a non-multiple / multiple of 3;
-* ``missense`` / ``synonymous`` — amino acids compared with the standard code (table 1; table
-  11 has the same stops and amino acids). A change in an incomplete codon at a partial CDS end
-  cannot be translated and is reported as ``missense``;
+* ``missense`` / ``synonymous`` — amino acids compared in the transcript's genetic code: its
+  ``transl_table`` attribute or qualifier where the annotation gives one, else the gene model's
+  ``table`` (default 11, the bacterial code: the standard code's amino acids and stops; 4 makes
+  TGA tryptophan). A change in an incomplete codon at a partial CDS end cannot be translated
+  and is reported as ``missense``;
 * ``splice_region`` — 3–8 intronic bases or 1–3 exonic bases from an exon/intron boundary, when
   nothing above applies;
 * ``noncoding`` — everything else (UTR, deep intron, RNA genes, intergenic).
@@ -30,6 +32,7 @@ Coordinates are 0-based half-open throughout.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -52,14 +55,22 @@ _CLASS_PRIORITY = {"intron": 1, "UTR": 2, "ncRNA": 3, "tRNA": 4, "rRNA": 5, "CDS
 _COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
 
 
-def _codon_table() -> dict[str, str]:
+@functools.lru_cache(maxsize=8)
+def _codon_table(table_id: int = 11) -> dict[str, str]:
     from Bio.Data.CodonTable import unambiguous_dna_by_id
 
-    table = unambiguous_dna_by_id[1]
+    table = unambiguous_dna_by_id[table_id]
     return {**table.forward_table, **{c: "*" for c in table.stop_codons}}
 
 
-_CODONS = _codon_table()
+def check_table(table_id: int) -> int:
+    """``table_id`` if it is an NCBI genetic code Biopython knows, else InputError."""
+    from Bio.Data.CodonTable import unambiguous_dna_by_id
+
+    if table_id not in unambiguous_dna_by_id:
+        raise InputError(f"translation table {table_id!r} is not an NCBI genetic code (known: "
+                         f"{', '.join(map(str, sorted(unambiguous_dna_by_id)))})")
+    return table_id
 
 
 def most_severe(*consequences: str | None) -> str:
@@ -72,9 +83,11 @@ def _revcomp(seq: str) -> str:
     return seq.translate(_COMPLEMENT)[::-1]
 
 
-def translate(codons: str) -> str:
-    """Amino acids of the complete codons of ``codons`` (``X`` for codons with N or IUPAC)."""
-    return "".join(_CODONS.get(codons[i:i + 3], "X") for i in range(0, len(codons) - 2, 3))
+def translate(codons: str, table: int = 11) -> str:
+    """Amino acids of the complete codons of ``codons`` in NCBI genetic code ``table`` (``X``
+    for codons with N or IUPAC; ``*`` for stops)."""
+    code = _codon_table(table)
+    return "".join(code.get(codons[i:i + 3], "X") for i in range(0, len(codons) - 2, 3))
 
 
 def trim_alleles(pos: int, ref: str, alt: str) -> tuple[int, str, str]:
@@ -133,6 +146,7 @@ class _Transcript:
     phase: int                          # bases before the first complete codon
     introns: list[tuple[int, int]]
     partial5: bool = False              # the 5' end is not a real start
+    table: int = 11                     # NCBI genetic code of its codons
     offsets: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -203,13 +217,16 @@ class GeneModel:
     Args:
         features: contig → features, as from :func:`genoctx.io.annotation.read_features`.
         fasta: the reference (a :class:`~genoctx.io.fasta.FastaFile`) the features lie on.
+        table: NCBI genetic code of CDS features that name none (``transl_table``).
 
     Raises:
-        InputError: a feature runs off its contig (annotation and reference differ).
+        InputError: a feature runs off its contig (annotation and reference differ), or a
+            genetic code is unknown.
     """
 
-    def __init__(self, features: dict[str, list[Feature]], fasta):
+    def __init__(self, features: dict[str, list[Feature]], fasta, table: int = 11):
         self.fasta = fasta
+        self.table = check_table(table)
         self.num_transcripts = 0
         self._tx: dict[str, _Intervals] = {}
         self._classes: dict[str, _Intervals] = {}
@@ -218,7 +235,7 @@ class GeneModel:
             if contig not in fasta.lengths:
                 continue
             _check_bounds(contig, feats, fasta.lengths[contig])
-            txs = _transcripts(contig, feats)
+            txs = _transcripts(contig, feats, self.table)
             self.num_transcripts += len(txs)
             self._tx[contig] = _Intervals([(*t.envelope, t) for t in txs])
             self._classes[contig] = _Intervals(
@@ -227,13 +244,15 @@ class GeneModel:
         self.contigs = frozenset(self._tx)
 
     @classmethod
-    def from_features(cls, features: dict[str, list[Feature]], fasta) -> GeneModel:
+    def from_features(cls, features: dict[str, list[Feature]], fasta,
+                      table: int = 11) -> GeneModel:
         """A gene model from :func:`~genoctx.io.annotation.read_features` output."""
-        return cls(features, fasta)
+        return cls(features, fasta, table)
 
     @classmethod
-    def from_gene_calls(cls, calls: Iterable, fasta) -> GeneModel:
-        """A gene model from decoder :class:`~genoctx.heads.decoder.GeneCall` objects.
+    def from_gene_calls(cls, calls: Iterable, fasta, table: int = 11) -> GeneModel:
+        """A gene model from decoder :class:`~genoctx.heads.decoder.GeneCall` objects, called
+        in genetic code ``table``.
 
         A call is one unspliced CDS; a 5'-partial call keeps the frame of its stop codon.
         """
@@ -245,7 +264,7 @@ class GeneModel:
                 parts=[(g.start, g.end)], phase=(g.end - g.start) % 3 if partial5 else 0,
                 transcript_id=f"call{n}", partial=any(g.partial),
                 attributes={"type": "gene_call", "partial5": partial5}))
-        return cls(dict(features), fasta)
+        return cls(dict(features), fasta, table)
 
     # ---- queries -----------------------------------------------------------------------------
     def klass(self, contig: str, pos: int) -> str:
@@ -319,8 +338,23 @@ def _check_bounds(contig: str, feats: list[Feature], length: int) -> None:
                     "not match the reference sequence")
 
 
-def _transcripts(contig: str, feats: list[Feature]) -> list[_Transcript]:
-    """Coding transcripts (one per ground-truth CDS) and spliced non-coding transcripts."""
+def _feature_table(f: Feature, default: int) -> int:
+    """The genetic code a CDS names (GFF3 attribute or GenBank qualifier), else ``default``."""
+    value = f.attributes.get("transl_table")
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if value is None or str(value).strip() in ("", "."):
+        return default
+    try:
+        return check_table(int(str(value).strip()))
+    except ValueError:
+        raise InputError(f"CDS {f.transcript_id or f.gene_id or ''} at {f.contig}:{f.start + 1}-"
+                         f"{f.end}: transl_table={value!r} is not a number") from None
+
+
+def _transcripts(contig: str, feats: list[Feature], table: int = 11) -> list[_Transcript]:
+    """Coding transcripts (one per ground-truth CDS; genetic code ``table`` unless the CDS
+    names its own) and spliced non-coding transcripts."""
     introns: dict[str, list[tuple[int, int]]] = {}
     for f in feats:
         if f.kind == "intron" and _is_truth(f) and f.transcript_id:
@@ -333,7 +367,8 @@ def _transcripts(contig: str, feats: list[Feature]) -> list[_Transcript]:
         used.add(tid)
         out.append(_Transcript(contig, f.strand, list(f.parts), _first_phase(f),
                                introns.get(tid, []) if tid else [],
-                               partial5=bool(f.attributes.get("partial5", False))))
+                               partial5=bool(f.attributes.get("partial5", False)),
+                               table=_feature_table(f, table)))
     for f in feats:
         if f.kind == "intron" and _is_truth(f) and f.transcript_id not in used:
             used.add(f.transcript_id)
@@ -400,7 +435,7 @@ def _protein_effect(tx: _Transcript, cds: str, edits: list[tuple[int, int, str]]
         return "missense"  # the incomplete last codon of a 3'-partial CDS
     alt = _apply(cds, edits)
     ref_codons, alt_codons = cds[f + 3 * k0:f + 3 * k1], alt[f + 3 * k0:f + 3 * k1 + delta]
-    ref_aa, alt_aa = translate(ref_codons), translate(alt_codons)
+    ref_aa, alt_aa = translate(ref_codons, tx.table), translate(alt_codons, tx.table)
     found = []
     if k0 == 0 and f == 0 and not tx.partial5 and cds[:3] in START_CODONS:
         kept = alt[:3] == cds[:3] or alt[:3] == "ATG"
@@ -519,4 +554,6 @@ def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, contex
                                  end=g.end + by_name[g.contig].start)
              for g in call_bacterial(records, probs or None, params=params, rna=rna)[0]
              ] if records else []
-    return PredictedAnnotation(GeneModel.from_gene_calls(calls, fasta), calls, dict(tracks))
+    table = params.translation_table if params is not None else 11
+    return PredictedAnnotation(GeneModel.from_gene_calls(calls, fasta, table), calls,
+                               dict(tracks))

@@ -142,6 +142,37 @@ def test_annotation_gives_consequences_and_classes(cli, tmp_path, pcp1, example_
     assert {"noncoding", "stop_lost"} <= conseqs and conseqs & {"missense", "synonymous"}
 
 
+def test_translation_table_reaches_the_consequences(cli, tmp_path, pcp1, example_genbank,
+                                                   model_dir):
+    """With an annotation that names no genetic code, ``-g 4`` makes TGG → TGA synonymous."""
+    text = example_genbank.read_text()
+    bare = tmp_path / "bare.gb"
+    bare.write_text("".join(ln for ln in text.splitlines(keepends=True)
+                            if "/transl_table=" not in ln))
+    features = read_features(bare)
+    contig = next(iter(features))
+    with FastaFile(pcp1) as fa:
+        seq = fa.fetch(contig).decode().upper()
+    sites = []
+    for f in features[contig]:
+        if f.kind != "CDS" or f.strand != 1:
+            continue
+        (s, e), = f.parts
+        sites += [s + i + 2 for i in range(3, e - s - 3, 3) if seq[s + i:s + i + 3] == "TGG"]
+    assert sites
+    vcf = write_vcf(tmp_path / "w.vcf", contig, len(seq),
+                    [f"{contig}\t{p + 1}\t.\tG\tA\t.\t.\t." for p in sites])
+    got = {}
+    for table in ("11", "4"):
+        code, out, err = cli(["score-variants", vcf, "-R", pcp1, "--annotation", bare, "-g",
+                              table, "--model", model_dir, "--context", CONTEXT, "-q"])
+        assert code == 0, err
+        got[table] = [dict(kv.split("=") for kv in ln.split("\t")[7].split(";"))["GCX_CONSEQ"]
+                      for ln in out.splitlines() if not ln.startswith("#")]
+    assert got["11"] == ["nonsense"] * len(sites)
+    assert got["4"] == ["synonymous"] * len(sites)
+
+
 def test_annotation_head_gives_classes(cli, tmp_path, human_vcf, human_ref):
     from genoctx.heads.annotation import AnnotationHead, AnnotationHeadConfig, save_annotation_model
     from genoctx.heads.classes import CLASSES
@@ -194,7 +225,7 @@ def test_unsorted_gz_output_is_kept_without_index(cli, tmp_path, human_ref, mode
 
 @pytest.mark.parametrize("case", ["missing_vcf", "malformed_vcf", "missing_reference",
                                   "unknown_contig", "bad_context", "annotation_elsewhere",
-                                  "missing_model"])
+                                  "missing_model", "table_not_decoded", "table_unknown"])
 def test_bad_inputs_exit_2_with_one_line(cli, tmp_path, human_vcf, human_ref, model_dir,
                                          example_genbank, case):
     vcf, ref, extra = human_vcf, human_ref, []
@@ -214,6 +245,10 @@ def test_bad_inputs_exit_2_with_one_line(cli, tmp_path, human_vcf, human_ref, mo
         extra = ["--annotation", example_genbank]
     elif case == "missing_model":
         model = tmp_path / "no_model"
+    elif case == "table_not_decoded":  # an NCBI code, but not one the gene decoder calls in
+        extra = ["--translation-table", "2"]
+    elif case == "table_unknown":
+        extra = ["--translation-table", "7", "--annotation", example_genbank]
     out = tmp_path / "out.vcf"
     before = set(tmp_path.iterdir())
     code, _, err = cli(["score-variants", vcf, "-R", ref, "--model", model,

@@ -194,6 +194,59 @@ def test_trim_alleles_drops_anchor_bases():
     assert trim_alleles(10, "CAT", "CGT") == (11, "A", "G")
 
 
+def _trp_third_bases(fa, gene: Feature) -> list[int]:
+    """Genomic positions of the third base of each in-frame TGG (Trp) codon of ``gene``."""
+    cds = spliced(fa, gene.contig, gene.parts, gene.strand)
+    where = genomic_positions(sorted(gene.parts) if gene.strand > 0 else
+                              sorted(gene.parts, reverse=True), gene.strand)
+    return [where[i + 2] for i in range(3, len(cds) - 3, 3) if cds[i:i + 3] == "TGG"]
+
+
+def test_translation_table_decides_whether_tga_is_a_stop(pcp1):
+    """TGG → TGA ends the protein in code 11 and is silent in code 4 (Mycoplasma), whether the
+    code is the model's default or the CDS's own transl_table; TGG → TAG is a stop in both."""
+    import dataclasses
+
+    from genoctx.errors import InputError
+
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    genes = [f for f in features[contig]
+             if f.kind == "CDS" and not set(range(f.start, f.end)) & other_genes(features, contig, f)]
+    gene, sites = max(((g, _trp_third_bases(fa, g)) for g in genes), key=lambda t: len(t[1]))
+    assert sites, "pPCP1 has Trp codons"
+    # on the minus strand the coding G of TGG reads C on the forward strand
+    to_a = "A" if gene.strand > 0 else "T"
+    second = [g - 1 if gene.strand > 0 else g + 1 for g in sites]
+    assert gene.attributes["transl_table"] == ["11"]  # as the GenBank record says
+
+    def with_table(value):
+        attrs = {k: v for k, v in gene.attributes.items() if k != "transl_table"}
+        if value is not None:
+            attrs["transl_table"] = value
+        return {contig: [dataclasses.replace(f, attributes=attrs) if f is gene else f
+                         for f in features[contig]]}
+
+    models = {"own 11 over 4": (GeneModel.from_features(features, fa, table=4), "nonsense"),
+              "default 11": (GeneModel.from_features(with_table(None), fa), "nonsense"),
+              "default 4": (GeneModel.from_features(with_table(None), fa, table=4), "synonymous"),
+              "own 4 over 11": (GeneModel.from_features(with_table(["4"]), fa), "synonymous"),
+              "GFF3 own 4": (GeneModel.from_features(with_table("4"), fa), "synonymous")}
+    for g, g2 in zip(sites, second):
+        ref = fa.fetch(contig, g, g + 1).decode().upper()
+        ref2 = fa.fetch(contig, g2, g2 + 1).decode().upper()
+        for label, (m, want) in models.items():
+            assert m.consequence(contig, g, ref, to_a) == want, label
+        assert ref2 == ("G" if gene.strand > 0 else "C")
+        for m, _ in models.values():  # TGG → TAG
+            assert m.consequence(contig, g2, ref2, to_a) == "nonsense"
+    with pytest.raises(InputError, match="not an NCBI genetic code"):
+        GeneModel.from_features(features, fa, table=7)
+    bad = {contig: [dataclasses.replace(gene, attributes={"transl_table": "x"})]}
+    with pytest.raises(InputError, match="not a number"):
+        GeneModel.from_features(bad, fa)
+
+
 def test_gene_calls_give_the_same_consequences_as_the_genbank_genes(pcp1):
     from genoctx.heads.decoder import GeneCall
 
