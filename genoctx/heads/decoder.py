@@ -62,6 +62,7 @@ from genoctx.heads.start_model import (
     StartCounts,
     StartModel,
     StartTable,
+    first_max_per_run,
     fit_start_model,
     motif_hits,
     pwm_bases,
@@ -242,17 +243,20 @@ def _link_slack(left, right, strand, credit, link_weight: float) -> np.ndarray:
     partner whose start sits on its stop codon. A gene whose score is below minus this can
     never raise the total (so leaving it out keeps the programme exact).
     """
-    if link_weight == 0:
+    if link_weight == 0 or not len(left):
         return np.zeros(len(left))
-    five = np.where(strand == 1, left, right)  # 5' end of each gene
-    partner: dict = {}
-    for st, f, c in zip(strand.tolist(), five.tolist(), credit.tolist()):
-        if c > partner.get((st, f), 0.0):
-            partner[(st, f)] = c
+    plus = (strand == 1).astype(np.int64)
+    five = np.where(strand == 1, left, right).astype(np.int64)  # 5' end of each gene
+    # the largest positive credit of a gene on each (5' end, strand)
+    keys, inverse = np.unique(2 * five + plus, return_inverse=True)
+    partner = np.zeros(len(keys))
+    np.maximum.at(partner, inverse, credit)
     near = np.zeros(len(left))
-    for i, (st, lo, hi) in enumerate(zip(strand.tolist(), left.tolist(), right.tolist())):
-        ends = (hi - 1, hi - 4) if st == 1 else (lo + 1, lo + 4)
-        near[i] = max(partner.get((st, e), 0.0) for e in ends)
+    for d in (1, 4):  # an operon partner starting inside this gene's stop codon
+        end = np.where(strand == 1, right - d, left + d).astype(np.int64)
+        q = 2 * end + plus
+        at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+        near = np.maximum(near, np.where(keys[at] == q, partner[at], 0.0))
     return 5.0 * link_weight + credit + near
 
 
@@ -371,7 +375,10 @@ def short_gene_scale(llr_NK: np.ndarray, length: np.ndarray) -> np.ndarray:
 
 
 def _best_per_orf(cand: Candidates, key: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest-``key`` candidates of each ORF (candidates sorted by ORF)."""
+    """Indices of the ``k`` highest-``key`` candidates of each ORF (candidates sorted by ORF;
+    ties: the earlier candidate)."""
+    if k == 1:  # no sort: the first candidate at its ORF's maximum
+        return first_max_per_run(key, cand.orf)
     order = np.lexsort((-key, cand.orf))
     orf_sorted = cand.orf[order]
     first = np.r_[True, orf_sorted[1:] != orf_sorted[:-1]]

@@ -63,16 +63,21 @@ def motif_hits(x: np.ndarray) -> np.ndarray:
     """Whether a motif of each kind starts at each base of the encoded strand ``x``, [K, L]."""
     n = len(x)
     hits = np.zeros((len(MOTIF_KINDS), n), dtype=bool)
+    # one pass of the longest k-mer: code and the last N-like base within it at each start,
+    # x padded with N so every start has a full window; shorter k-mers are its leading bases
+    width = max(length for length, _ in MOTIF_KINDS)
+    padded = np.concatenate([np.asarray(x), np.full(width, 4, dtype=np.asarray(x).dtype)])
+    code = np.zeros(n, dtype=np.int32)
+    bad_at = np.full(n, width, dtype=np.int8)  # offset of the first non-ACGT base in the window
+    for t in range(width - 1, -1, -1):
+        b = padded[t:t + n]
+        code += np.minimum(b, 3).astype(np.int32) << (2 * (width - 1 - t))
+        bad_at[b >= 4] = t
     for k, (length, _) in enumerate(MOTIF_KINDS):
         if n < length:
             continue
-        v = np.zeros(n - length + 1, dtype=np.int32)
-        bad = np.zeros(n - length + 1, dtype=bool)
-        for t in range(length):
-            b = x[t:n - length + 1 + t]
-            v = v * 4 + np.minimum(b, 3)
-            bad |= b >= 4
-        hits[k, :n - length + 1] = _MOTIF_TABLES[k][v] & ~bad
+        m = n - length + 1
+        hits[k, :m] = _MOTIF_TABLES[k][code[:m] >> (2 * (width - length))] & (bad_at[:m] >= length)
     return hits
 
 
@@ -93,9 +98,10 @@ def rbs_presence(hits_KL: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def rbs_classes(pres_NR: np.ndarray, starts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """RBS class of each start: the present class of highest weight (ties: the later class)."""
     del starts  # unused; the argument keeps decoder_fit's call working
-    score = np.where(pres_NR, weights[None, :], -np.inf)
-    # argmax returns the first maximum; reverse the columns so ties go to stronger motifs
-    return (NUM_RBS - 1 - np.argmax(score[:, ::-1], axis=1)).astype(np.int8)
+    # classes from the highest weight down (ties: the later class first); the first present
+    # one wins (class 0 is always present)
+    order = np.lexsort((-np.arange(pres_NR.shape[1]), -np.asarray(weights)))
+    return order[np.argmax(pres_NR[:, order], axis=1)].astype(np.int8)
 
 
 def pwm_bases(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -231,9 +237,25 @@ class StartTable:
     orf: np.ndarray
 
 
+def first_max_per_run(key: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Position of the first maximum of ``key`` in each run of equal ``group`` values, in order
+    (no sort: what a stable sort by (group, −key) would put first in each run)."""
+    if not len(key):
+        return np.zeros(0, dtype=np.int64)
+    new = np.r_[True, group[1:] != group[:-1]]
+    run = np.cumsum(new) - 1
+    top = np.maximum.reduceat(key, np.flatnonzero(new))
+    at = np.flatnonzero(key == top[run])
+    return at[np.r_[True, run[at][1:] != run[at][:-1]]]
+
+
 def best_in_group(score: np.ndarray, group: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Index of the highest-``score`` entry of every ``group`` among entries in ``mask``."""
+    """Index of the highest-``score`` entry of every ``group`` among entries in ``mask`` (ties:
+    the first), in group order."""
     idx = np.flatnonzero(mask)
+    g = group[idx]
+    if np.all(g[1:] >= g[:-1]):  # groups in runs already (candidates sorted by ORF)
+        return idx[first_max_per_run(score[idx], g)]
     order = idx[np.lexsort((-score[idx], group[idx]))]
     if len(order) == 0:
         return order

@@ -26,6 +26,7 @@ from genoctx.heads.decoder import (
     DecoderParams,
     GeneCall,
     _group_cummax,
+    _link_slack,
     call_genes,
     call_genes_multi,
     call_rnas,
@@ -268,6 +269,37 @@ def test_dp_with_links_matches_brute_force(seed):
     got_chain = [genes[i] for i in sorted(chosen, key=lambda i: (genes[i][1], genes[i][0]))]
     assert _feasible(got_chain, p)
     assert _chain_value(got_chain, w, credit) == pytest.approx(best)
+
+
+def test_link_slack_bounds_what_links_can_add():
+    """The slack of each gene: 5 link weights, its credit, and the best credit of a same-strand
+    partner whose 5' end sits 1 or 4 bases inside its stop codon (a loop written out)."""
+    rng = np.random.default_rng(3)
+    n, w = 400, 0.65
+    left = rng.integers(0, 3000, n)
+    right = left + 3 * rng.integers(30, 200, n)
+    strand = rng.choice([1, -1], n)
+    # plant operon partners: genes whose 5' end is 1 or 4 bp inside another's 3' end
+    for i in range(0, 100, 2):
+        d = int(rng.choice([1, 4]))
+        strand[i + 1] = strand[i]
+        if strand[i] == 1:
+            left[i + 1] = right[i] - d
+        else:
+            right[i + 1] = left[i] + d
+    credit = np.where(rng.random(n) < 0.3, 0.0, rng.uniform(-1, 3, n))
+    five = np.where(strand == 1, left, right)
+    want = np.empty(n)
+    for i in range(n):
+        ends = (right[i] - 1, right[i] - 4) if strand[i] == 1 else (left[i] + 1, left[i] + 4)
+        near = max([0.0] + [credit[j] for j in range(n)
+                            if strand[j] == strand[i] and five[j] in ends])
+        want[i] = 5 * w + credit[i] + near
+    got = _link_slack(left, right, strand, credit, w)
+    np.testing.assert_array_equal(got, want)
+    assert (got > 5 * w + credit).sum() >= 40  # the planted partners count
+    assert (_link_slack(left, right, strand, credit, 0.0) == 0).all()
+    assert _link_slack(left[:0], right[:0], strand[:0], credit[:0], w).shape == (0,)
 
 
 def test_link_values():

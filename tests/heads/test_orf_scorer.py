@@ -68,6 +68,11 @@ def test_tree_export_matches_scikit_learn(tmp_path):
     xt = rng.normal(size=(500, len(osc.FEATURE_NAMES)))
     np.testing.assert_allclose(trees.decision_function(xt), clf.decision_function(xt),
                                atol=1e-9)
+    # rows go through in chunks: any chunk size gives the same bits, and no rows gives none
+    whole = trees.decision_function(xt)
+    for chunk in (1, 7, 499, 500, 10_000):
+        np.testing.assert_array_equal(trees.decision_function(xt, chunk=chunk), whole)
+    assert trees.decision_function(xt[:0]).shape == (0,)
     scorer = osc.OrfScorer(trees, (0.1, -2.0), weight=2.0, clip=1.5)
     scorer.save(tmp_path)
     back = osc.load(tmp_path)

@@ -1,0 +1,81 @@
+"""The decoder's sort-free and single-pass helpers against the plain numpy they replaced.
+
+Each helper must give the same bits as the straightforward form (ties included), since the
+decoder's output is compared byte for byte across runs and versions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from genoctx.heads import start_model as sm
+from genoctx.heads.codon_model import gc_best_position, gc_frame_position
+from genoctx.heads.orfs import encode
+
+
+def _lexsort_first(key, group):
+    order = np.lexsort((-key, group))
+    return order[np.r_[True, group[order][1:] != group[order][:-1]]] if len(order) else order
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_first_max_per_run_is_a_stable_sort_s_first(seed):
+    rng = np.random.default_rng(seed)
+    group = np.sort(rng.integers(0, 300, 2000))
+    key = rng.integers(-3, 3, 2000).astype(float)  # many ties
+    key[rng.random(2000) < 0.05] = -np.inf
+    np.testing.assert_array_equal(sm.first_max_per_run(key, group), _lexsort_first(key, group))
+    mask = rng.random(2000) < 0.6
+    np.testing.assert_array_equal(sm.best_in_group(key, group, mask),
+                                  np.flatnonzero(mask)[_lexsort_first(key[mask], group[mask])])
+    shuffled = rng.permutation(group)  # not in runs: the sorting path
+    np.testing.assert_array_equal(sm.best_in_group(key, shuffled, mask),
+                                  np.flatnonzero(mask)[_lexsort_first(key[mask], shuffled[mask])])
+    assert len(sm.first_max_per_run(key[:0], group[:0])) == 0
+
+
+def _motif_hits_plain(x):
+    n = len(x)
+    hits = np.zeros((len(sm.MOTIF_KINDS), n), dtype=bool)
+    for k, (length, _) in enumerate(sm.MOTIF_KINDS):
+        for i in range(n - length + 1):
+            w = x[i:i + length]
+            if (w < 4).all():
+                hits[k, i] = sm._MOTIF_TABLES[k][int(sum(int(b) << 2 * (length - 1 - t)
+                                                          for t, b in enumerate(w)))]
+    return hits
+
+
+def test_motif_hits_match_a_window_by_window_scan():
+    rng = np.random.default_rng(1)
+    seq = "".join(rng.choice(list("ACGTAGGAGG"), 3000)) + "NAGGAGGN" + "AGGAG"
+    seq = seq[:1500] + "NNRAGG" + seq[1500:]
+    x = encode(seq.encode())
+    got = sm.motif_hits(x)
+    np.testing.assert_array_equal(got, _motif_hits_plain(x))
+    assert got.sum() > 100
+    for short in (b"", b"AGG", b"AGGAG"):
+        np.testing.assert_array_equal(sm.motif_hits(encode(short)),
+                                      _motif_hits_plain(encode(short)))
+
+
+def test_gc_best_position_is_the_first_argmax():
+    rng = np.random.default_rng(2)
+    x = encode("".join(rng.choice(list("ACGTN"), 5001, p=[.3, .2, .2, .28, .02])).encode())
+    tot = gc_frame_position(x)
+    for frame in range(3):
+        n = (len(x) - frame) // 3
+        want = np.argmax(tot[frame:frame + 3 * n].reshape(n, 3), axis=1)
+        np.testing.assert_array_equal(gc_best_position(x, frame), want)
+
+
+def test_rbs_class_is_the_present_class_of_highest_weight():
+    rng = np.random.default_rng(3)
+    pres = rng.random((4000, sm.NUM_RBS)) < 0.2
+    pres[:, 0] = True
+    for weights in (sm.initial_rbs_weights(), rng.normal(size=sm.NUM_RBS),
+                    np.round(rng.normal(size=sm.NUM_RBS))):  # rounded: ties
+        score = np.where(pres, weights[None, :], -np.inf)
+        want = sm.NUM_RBS - 1 - np.argmax(score[:, ::-1], axis=1)
+        np.testing.assert_array_equal(sm.rbs_classes(pres, None, weights), want)
