@@ -1,0 +1,141 @@
+"""What the gene decoder alone costs: gene calls from the sequence, no model, no RNA finders.
+
+Two cases on one genome (default: E. coli K-12, a train genome; nothing is scored, only timed):
+
+* ``single`` — the whole genome, statistics self-trained on it (``call_genes_multi(...,
+  procedure="single")``, what ``genoctx annotate --model none`` runs before the RNA finders);
+* ``meta`` — ``--contigs`` contigs of 10 kb spread over the genome, each decoded on its own
+  from the best model of the shipped bank, one process (``procedure="meta"``).
+
+Each repeat runs in a fresh process. ``--code DIR ...`` times other checkouts of genoctx too (a
+``git worktree`` of an older commit, say), alternating with this one repeat by repeat so that
+both see the same load on a shared machine, and checks that every checkout makes the same
+calls (a digest of contig, start, end, strand, score, start codon and partial flags).
+
+Run: ``python benchmarks/decoder_speed.py [--genome NAME] [--contigs 100] [--repeats 3]
+[--code DIR ...] [--no-write]`` (writes the ``decoder-speed`` section of docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Put this folder last on the path: a sibling script named like a stdlib module (tokenize.py)
+# must not shadow the standard library.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import time
+
+REPO = _HERE.parent
+SIZE = 10_000
+
+
+def _worker(args) -> None:
+    """One repeat in this process: print {case: [wall s, CPU s, calls, digest]} as JSON."""
+    import genoctx
+    from genoctx.heads.decoder import call_genes_multi
+    from genoctx.io.annotation import read_sequences_genbank
+    from genoctx.io.dataroot import resolve_data_root
+
+    root = resolve_data_root(args.data_root)
+    records = [(c, s) for c, s in read_sequences_genbank(
+        root / "genomes" / "bacteria" / f"{args.genome}.gbff.gz") if len(s)]
+    seq = max(records, key=lambda r: len(r[1]))[1]
+    step = max(SIZE, len(seq) // args.contigs)
+    contigs = [(f"c{i}", seq[i * step:i * step + SIZE]) for i in range(args.contigs)
+               if i * step + SIZE <= len(seq)]
+    out = {"genoctx": str(Path(genoctx.__file__).resolve().parent.parent)}
+    for case, recs, procedure in (("single", records, "single"), ("meta", contigs, "meta")):
+        t, c = time.perf_counter(), time.process_time()
+        calls = call_genes_multi(recs, procedure=procedure, workers=1)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        digest = hashlib.sha256(repr([(g.contig, g.start, g.end, g.strand, g.score,
+                                       g.start_codon, g.partial) for g in calls]).encode())
+        out[case] = [wall, cpu, len(calls), digest.hexdigest()[:16],
+                     sum(len(s) for _, s in recs)]
+    print(json.dumps(out))
+
+
+def _commit(code: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(code), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return code.name
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--genome", default="Escherichia_coli_K12_MG1655")
+    ap.add_argument("--contigs", type=int, default=100, help="10-kb contigs of the meta case")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--code", nargs="*", default=[], help="other genoctx checkouts to time")
+    ap.add_argument("--data-root", default=None)
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return _worker(args)
+
+    from _report import machine, md_table, write_section
+
+    codes = [REPO] + [Path(c).resolve() for c in args.code]
+    runs: dict[Path, list[dict]] = {c: [] for c in codes}
+    forward = [a for a in ("--genome", args.genome, "--contigs", str(args.contigs))]
+    if args.data_root:
+        forward += ["--data-root", args.data_root]
+    for r in range(args.repeats):
+        for code in codes if r % 2 == 0 else codes[::-1]:
+            env = {**os.environ, "PYTHONPATH": str(code), "OMP_NUM_THREADS": "1"}
+            done = subprocess.run([sys.executable, __file__, "--worker", *forward], env=env,
+                                  capture_output=True, text=True, check=False)
+            if done.returncode:
+                sys.exit(f"{code}: {done.stderr.strip().splitlines()[-1:]}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            if Path(result["genoctx"]) != code:
+                sys.exit(f"{code}: imported genoctx from {result['genoctx']} instead")
+            runs[code].append(result)
+            print(f"# {_commit(code)} repeat {r + 1}: " + ", ".join(
+                f"{k} {v[0]:.2f} s" for k, v in result.items() if k != "genoctx"), flush=True)
+    rows, digests = [], {}
+    for code in codes:
+        for case in ("single", "meta"):
+            walls = [x[case][0] for x in runs[code]]
+            cpus = [x[case][1] for x in runs[code]]
+            first = runs[code][0][case]
+            digests.setdefault(case, set()).update(x[case][3] for x in runs[code])
+            rows.append([_commit(code) + (" (this)" if code == REPO else ""), case,
+                         f"{first[4] / 1e6:.2f}", first[2], f"{min(walls):.2f}",
+                         f"{statistics.median(walls):.2f}", f"{min(cpus):.2f}",
+                         f"{min(cpus) / (first[4] / 1e6):.2f}", first[3]])
+    same = all(len(d) == 1 for d in digests.values())
+    table = md_table(["code", "case", "Mb", "calls", "wall s (min)", "wall s (median)",
+                      "CPU s (min)", "CPU s per Mb", "calls digest"], rows)
+    print(table)
+    print("same calls in every run and checkout" if same else "CALLS DIFFER")
+    if not args.no_write:
+        cmd = "python benchmarks/decoder_speed.py" + "".join(
+            f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+        write_section("decoder-speed", (
+            "## Gene decoder alone: whole genome and 10-kb contigs\n\n"
+            f"Command: `{cmd}`\n\nMachine: {machine()}\n\n"
+            f"Genome {args.genome} (train; only timed). `single`: the whole genome, "
+            f"self-trained; `meta`: {args.contigs} contigs of 10 kb, each from the best model "
+            "of the bank; one process, no model, no RNA finders. "
+            f"{args.repeats} repeats, each in a fresh process, checkouts alternating. "
+            + ("Every run of every checkout made the same calls (digest column)."
+               if same else "**The checkouts' calls differ.**") + "\n\n" + table + "\n"))
+    if not same:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
