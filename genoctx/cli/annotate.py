@@ -70,6 +70,10 @@ def annotate(
     gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
                                     "section holding the contigs (as Prokka and Bakta write it; "
                                     "Roary and Panaroo need it)."),
+    locus_tag: str | None = typer.Option(None, "--locus-tag", help="Name genes and RNA genes "
+                                         "LOCUS_TAG_00001, ... across the file in every output "
+                                         "(as Prokka's --locustag; unique IDs when pooling "
+                                         "genomes) instead of contig_N."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
@@ -88,6 +92,10 @@ def annotate(
         raise InputError("--gff3-fasta adds the sequences to the GFF3: add gff3 to --formats")
     if threads < 0:
         raise InputError(f"--threads must be 0 (every core) or more, got {threads}")
+    if locus_tag is not None:
+        from genoctx.io.writers import check_locus_tag
+
+        check_locus_tag(locus_tag)
     workers = threads or available_cores()
     from_stdin = str(input) == "-"
     prefix = out if out is not None else Path("stdin" if from_stdin else input.name.split(".")[0])
@@ -99,7 +107,8 @@ def annotate(
                                 rna=rna.lower(), procedure=procedure.lower(),
                                 translation_table=translation_table, workers=workers,
                                 closed=closed, need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
-        written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta)
+        written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta,
+                                   locus_tag=locus_tag)
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "
                    + ", ".join(str(p) for p in written), err=True)

@@ -260,7 +260,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
 
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...], *,
-                     gff3_fasta: bool = False) -> list[Path]:
+                     gff3_fasta: bool = False, locus_tag: str | None = None) -> list[Path]:
     """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.faa`` (proteins), ``PREFIX.ffn`` (coding
     sequences), ``PREFIX.gbk`` (GenBank), ``PREFIX.<track>.bedgraph`` and/or
     ``PREFIX.<track>.bw`` (bigWig), as ``formats`` asks; returns the paths.
@@ -268,7 +268,9 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
     Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. With
     ``gff3_fasta`` the GFF3 ends with a ``##FASTA`` section holding the input's contigs (as
     Prokka writes it; pangenome tools such as Roary and Panaroo need it). Each file is written
-    to a temporary name and renamed when complete.
+    to a temporary name and renamed when complete. With ``locus_tag`` every gene and RNA gene
+    is named ``LOCUS_TAG_00001``, ... in every file (:func:`genoctx.io.writers.assign_locus_tags`)
+    instead of ``contig_N``.
     """
     from genoctx.io.writers import (
         write_bed,
@@ -282,6 +284,11 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
     )
 
     spliced = result.mode == "eukaryote"
+    if locus_tag is not None:
+        from genoctx.io.writers import assign_locus_tags
+
+        genes, rnas = assign_locus_tags(result.genes, result.rnas, result.lengths, locus_tag)
+        result = dataclasses.replace(result, genes=genes, rnas=rnas)
 
     needs_bases = bool({"faa", "ffn", "gbk"} & set(formats)) or (gff3_fasta and "gff3" in formats)
     if needs_bases and result.source is None:

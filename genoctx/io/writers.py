@@ -16,6 +16,7 @@ Spliced (eukaryotic) genes are :class:`genoctx.heads.spliced_decoder.SplicedGene
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from itertools import pairwise
@@ -86,14 +87,61 @@ def _contig_order(lengths: dict[str, int], items: list) -> dict[str, int]:
 
 
 def _numbered(items: list, order: dict[str, int], prefix) -> list[tuple[str, object]]:
-    """(ID, item) with IDs numbered per contig in position order: ``contig_1``, ``contig_2``..."""
+    """(ID, item) with IDs numbered per contig in position order: ``contig_1``, ``contig_2``...
+    An item given a locus tag (``attrs["locus_tag"]``, :func:`assign_locus_tags`) has that ID."""
     items = sorted(items, key=lambda g: (order.get(g.contig, 0), g.contig, g.start, g.end,
                                          g.strand, getattr(g, "kind", "")))
     out, count = [], {}
     for g in items:
+        tag = _locus_tag(g)
+        if tag is not None:
+            out.append((tag, g))
+            continue
         count[g.contig] = count.get(g.contig, 0) + 1
         out.append((f"{g.contig}_{prefix(g)}{count[g.contig]}", g))
     return out
+
+
+def _locus_tag(g) -> str | None:
+    return (getattr(g, "attrs", None) or {}).get("locus_tag")
+
+
+_LOCUS_TAG = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
+
+
+def check_locus_tag(prefix: str) -> str:
+    """``prefix`` if it can start locus tags (a letter, then up to 31 letters, digits or ``_``:
+    no character that GFF3, FASTA headers or GenBank would need to escape), else InputError."""
+    if not _LOCUS_TAG.fullmatch(prefix or ""):
+        raise InputError(f"locus tag prefix {prefix!r} must be a letter followed by up to 31 "
+                         "letters, digits or underscores (e.g. ECOLI or SAMPLE_1)")
+    return prefix
+
+
+def assign_locus_tags(genes: list, rnas: list, lengths: dict[str, int], prefix: str
+                      ) -> tuple[list, list]:
+    """Copies of ``genes`` and ``rnas`` (in their order) tagged ``PREFIX_00001``,
+    ``PREFIX_00002``... across all contigs (in ``lengths`` order, then by position; genes and
+    RNA genes in one series), as Prokka's ``--locustag`` does. The writers use the tag as the feature's ID (GFF3 ``ID`` and
+    ``locus_tag``, BED name, FASTA header, GenBank ``/locus_tag``), so IDs stay unique when the
+    annotations of many genomes are pooled (Roary, Panaroo) however their contigs are named.
+
+    Raises:
+        InputError: ``prefix`` is not a letter followed by up to 31 letters, digits or ``_``.
+    """
+    check_locus_tag(prefix)
+    order = _contig_order(lengths, list(genes) + list(rnas))
+    items = list(genes) + list(rnas)
+    series = sorted(range(len(items)), key=lambda i: (
+        order[items[i].contig], items[i].start, items[i].end, items[i].strand, i >= len(genes),
+        getattr(items[i], "kind", ""), i))
+    width = max(5, len(str(len(items))))
+    out = list(items)
+    for n, i in enumerate(series, 1):
+        g = items[i]
+        out[i] = dataclasses.replace(g, attrs={**(getattr(g, "attrs", None) or {}),
+                                               "locus_tag": f"{prefix}_{n:0{width}d}"})
+    return out[:len(genes)], out[len(genes):]
 
 
 def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int], *,
@@ -127,11 +175,11 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
         col = [_esc_seqid(g.contig), source, None, str(lo), str(hi), _fmt_score(g.score),
                _STRAND[g.strand]]
         part = _partial_attrs(g) if kind == "CDS" else []
-        gene_attrs = [("ID", gid)] + part + extra
+        gene_attrs = [("ID", gid), ("locus_tag", _locus_tag(g))] + part + extra
         if kind != "CDS":
             gene_attrs.insert(1, ("gene_biotype", kind))
         lines.append("\t".join(col[:2] + ["gene"] + col[3:] + [".", _attrs(gene_attrs)]))
-        sub = [("ID", f"{kind.lower()}_{gid}"), ("Parent", gid)]
+        sub = [("ID", f"{kind.lower()}_{gid}"), ("Parent", gid), ("locus_tag", _locus_tag(g))]
         if kind == "CDS":
             # meta procedure: the pre-trained model of the decoder's bank it started from
             info = getattr(g, "attrs", None) or {}
@@ -226,7 +274,8 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
         lo, hi = _gff_interval(g.start, g.end)
         col = [_esc_seqid(g.contig), source]
         tail = [str(lo), str(hi), _fmt_score(g.score), _STRAND[g.strand], "."]
-        lines.append("\t".join(col + ["gene"] + tail + [_attrs([("ID", gid)] + extra)]))
+        lines.append("\t".join(col + ["gene"] + tail
+                                + [_attrs([("ID", gid), ("locus_tag", _locus_tag(g))] + extra)]))
         mrna = f"mrna_{gid}"
         lines.append("\t".join(col + ["mRNA"] + tail + [_attrs([("ID", mrna), ("Parent", gid)])]))
         rows = []

@@ -393,6 +393,32 @@ def test_protein_and_cds_fasta_match_the_genbank_translations(example_fasta, exa
     assert same >= 4
 
 
+def test_locus_tag_names_every_output_alike(example_fasta, tmp_path, cli):
+    """--locus-tag: GFF3, BED, proteins and GenBank carry the same PREFIX_00001... IDs, in
+    position order; a prefix that needs escaping is refused before any work, writing nothing."""
+    from Bio import SeqIO
+
+    code, _, err = cli(["annotate", example_fasta, "--formats", "gff3,bed,faa,gbk", "--model",
+                        "none", "--locus-tag", "YPPCP1", "--out", tmp_path / "p", "--quiet"])
+    assert code == 0, err
+    genes = [line.split("\t") for line in (tmp_path / "p.gff3").read_text().splitlines()
+             if "\tgene\t" in line]
+    ids = [row[8].split("ID=")[1].split(";")[0] for row in genes]
+    assert ids == [f"YPPCP1_{n:05d}" for n in range(1, len(ids) + 1)] and len(ids) >= 8
+    assert all(f"locus_tag={i}" in row[8] for i, row in zip(ids, genes))
+    bed = [line.split("\t")[3] for line in (tmp_path / "p.bed").read_text().splitlines()]
+    assert sorted(bed) == ids
+    cds_ids = [i for i, row in zip(ids, genes) if "gene_biotype" not in row[8]]
+    assert [r.id for r in SeqIO.parse(tmp_path / "p.faa", "fasta")] == cds_ids
+    record = SeqIO.read(tmp_path / "p.gbk", "genbank")
+    tags = [f.qualifiers["locus_tag"][0] for f in record.features if f.type == "gene"]
+    assert tags == ids
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--locus-tag", "x|y",
+                        "--out", tmp_path / "bad", "--quiet"])
+    assert code == 2 and "locus tag prefix" in err
+    assert not list(tmp_path.glob("bad*"))
+
+
 def test_closed_sequences_get_no_partial_genes(example_fasta, tmp_path, cli):
     """--closed (Prodigal's -c): no gene runs off the region's ends, where the open run has
     partial genes; calls clear of the ends are kept."""

@@ -377,3 +377,51 @@ def test_gff3_fasta_section_is_read_back_by_gffutils_and_the_readers(tmp_path):
     gffutils = pytest.importorskip("gffutils")
     db = gffutils.create_db(str(path), ":memory:", merge_strategy="create_unique")
     assert db.count_features_of_type("CDS") == len(_genes())
+
+
+def test_locus_tags_number_genes_and_rnas_across_contigs_in_every_writer(tmp_path):
+    """PREFIX_00001... over both contigs (in ``lengths`` order, then position; RNA genes in the
+    same series) becomes the ID in the GFF3 (with locus_tag=), the BED and the gene FASTA; the
+    inputs are left as they were; prefixes that would need escaping are refused."""
+    from genoctx.io.writers import assign_locus_tags, write_gene_fasta
+
+    genes, rnas = _genes(), _rnas()
+    tagged, tagged_rnas = assign_locus_tags(genes, rnas, LENGTHS, "SAMPLE_1")
+    assert all("locus_tag" not in g.attrs for g in genes + rnas)  # copies were tagged
+    order = {c: i for i, c in enumerate(LENGTHS)}
+    series = sorted(tagged + tagged_rnas, key=lambda g: (order[g.contig], g.start))
+    assert [g.attrs["locus_tag"] for g in series] == [f"SAMPLE_1_{n:05d}"
+                                                      for n in range(1, len(series) + 1)]
+    assert [(g.contig, g.start, g.end) for g in tagged] == [(g.contig, g.start, g.end)
+                                                            for g in genes]
+    write_gff3(tmp_path / "t.gff3", tagged, tagged_rnas, LENGTHS)
+    _, rows = _parse(tmp_path / "t.gff3")
+    gene_rows = [a for c, a in rows if c[2] == "gene"]
+    assert sorted(a["ID"] for a in gene_rows) == sorted(g.attrs["locus_tag"] for g in series)
+    assert all(a["locus_tag"] == a["ID"] for a in gene_rows)
+    assert all(a["Parent"] == a["locus_tag"] for c, a in rows if c[2] != "gene")
+    write_bed(tmp_path / "t.bed", tagged, tagged_rnas)
+    names = {line.split("\t")[3] for line in (tmp_path / "t.bed").read_text().splitlines()}
+    assert names == {a["ID"] for a in gene_rows}
+    seqs = {c: "ACGT" * (n // 4 + 1) for c, n in LENGTHS.items()}
+    write_gene_fasta(tmp_path / "t.ffn", tagged, LENGTHS, lambda c, a, b: seqs[c][a:b],
+                     protein=False)
+    heads = [line[1:].split(" # ")[0] for line in (tmp_path / "t.ffn").read_text().splitlines()
+             if line.startswith(">")]
+    assert sorted(heads) == sorted(g.attrs["locus_tag"] for g in tagged)
+    from genoctx.heads.spliced_decoder import SplicedGene
+    from genoctx.io.writers import write_spliced_bed, write_spliced_gff3
+
+    spliced, _ = assign_locus_tags([SplicedGene("plasmid", 1, ((100, 160), (250, 400)), 0.7),
+                                    SplicedGene("chr one", -1, ((1000, 1101), (1200, 1280)), .4)],
+                                   [], LENGTHS, "EUK")
+    write_spliced_gff3(tmp_path / "s.gff3", spliced, LENGTHS)
+    _, rows = _parse(tmp_path / "s.gff3")
+    assert [(c[0], a["ID"], a["locus_tag"]) for c, a in rows if c[2] == "gene"] == [
+        ("chr%20one", "EUK_00001", "EUK_00001"), ("plasmid", "EUK_00002", "EUK_00002")]
+    write_spliced_bed(tmp_path / "s.bed", spliced)
+    assert [line.split("\t")[3] for line in (tmp_path / "s.bed").read_text().splitlines()] == [
+        "EUK_00001", "EUK_00002"]
+    for bad in ("", "1ABC", "A B", "A|B", "A-B", "A" * 33):
+        with pytest.raises(InputError, match="locus tag prefix"):
+            assign_locus_tags(genes, rnas, LENGTHS, bad)
