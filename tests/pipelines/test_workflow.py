@@ -222,6 +222,31 @@ def test_merged_gff3_is_valid(results, sample, data_root):
 
 
 @pytest.mark.slow
+def test_locus_tag_numbers_the_merged_genome_across_its_shards(results):
+    """BRCA1 (locus_tag HSBRCA1, 2 chunks) gets HSBRCA1_00001... in position order over both
+    shards, in the GFF3 and the proteins; pPCP1 (no tag) keeps contig-based IDs."""
+    _, rows = _gff3_rows(results / "annotate" / "BRCA1.gff3")
+    genes = sorted((int(r[3]), dict(kv.split("=", 1) for kv in r[8].split(";"))["ID"])
+                   for r in rows if r[2] == "gene")
+    assert len(genes) >= 2
+    assert [g for _, g in genes] == [f"HSBRCA1_{n:05d}" for n in range(1, len(genes) + 1)]
+    faa = (results / "annotate" / "BRCA1.faa").read_text()
+    assert {h[1:].split(" # ")[0] for h in faa.splitlines() if h.startswith(">")} <= \
+        {g for _, g in genes}
+    _, rows = _gff3_rows(results / "annotate" / "pPCP1.gff3")
+    assert all("locus_tag=" not in r[8] for r in rows)
+
+
+def test_repeated_locus_tags_fail_before_running(workdir, data_root, tmp_path):
+    sheet = tmp_path / "samples.tsv"
+    fasta = "examples/Yersinia_pestis_pPCP1_NC_005816.fna"
+    sheet.write_text(f"sample\tfasta\tlocus_tag\na\t{fasta}\tYP\nb\t{fasta}\tYP\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}"], workdir, data_root)
+    assert res.returncode != 0 and "locus tag(s) repeated" in res.stdout + res.stderr
+
+
+@pytest.mark.slow
 def test_sharded_sample_keeps_each_shard_gene_from_its_own_core(results):
     """BRCA1 ran as 2 overlapping chunks: the merged genes are exactly the genes each chunk
     owns (3' end inside its core)."""

@@ -72,6 +72,7 @@ rule merge_annotation:
     params:
         tracks=TRACKS,
         translation_table=config["annotate"].get("translation_table", 11),
+        locus_tag=lambda wc: samples.loc[wc.sample, "locus_tag"],
     log:
         "logs/annotate/{sample}/merge.log",
     threads: 1

@@ -7,8 +7,9 @@ from pathlib import Path
 import pandas as pd
 from snakemake.exceptions import WorkflowError
 
-SAMPLE_COLUMNS = ("sample", "fasta", "bam", "vcf", "truth")
-OPTIONAL_COLUMNS = ("bam", "vcf", "truth")
+SAMPLE_COLUMNS = ("sample", "fasta", "bam", "vcf", "truth", "locus_tag")
+OPTIONAL_COLUMNS = ("bam", "vcf", "truth", "locus_tag")
+FILE_COLUMNS = ("fasta", "bam", "vcf", "truth")
 # Probability tracks written by `genoctx annotate` (one bedGraph each); none without a model.
 TRACKS = ["CDS_plus", "CDS_minus", "RNA"] if config["model"] != "none" else []
 
@@ -63,13 +64,19 @@ def has(sample, column):
 
 
 def check_samples(sheet):
-    """Unique names, every named file present, and a model when variants are to be scored."""
+    """Unique names and locus tags, every named file present, and a model when variants are to
+    be scored."""
     dupes = sorted(sheet["sample"][sheet["sample"].duplicated()].unique())
     if dupes:
         raise WorkflowError(f"sample name(s) repeated in the sample sheet: {', '.join(dupes)}")
+    tags = sheet["locus_tag"][sheet["locus_tag"] != ""]
+    dupes = sorted(tags[tags.duplicated()].unique())
+    if dupes:
+        raise WorkflowError(f"locus tag(s) repeated in the sample sheet: {', '.join(dupes)} "
+                            "(each genome needs its own, or pooled IDs collide)")
     missing = []
     for sample, row in sheet.iterrows():
-        for column in SAMPLE_COLUMNS[1:]:
+        for column in FILE_COLUMNS:
             if row[column] and not any(p.exists() for p in _candidates(row[column])):
                 tried = " or ".join(str(p) for p in _candidates(row[column]))
                 missing.append(f"{sample} {column}: {tried}")

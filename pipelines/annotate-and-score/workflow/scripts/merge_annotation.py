@@ -5,8 +5,10 @@ kept only from the shard whose core holds its 3' end (the stop codon of a gene),
 bedGraph interval is clipped to its shard's cores. The cores of a contig partition it, so
 every feature and every base is written once. The GFF3 and BED are rewritten with genoctx's
 own writers: one ``##gff-version 3`` line, one ``##sequence-region`` per contig of the FASTA,
-and IDs numbered again per contig in position order (unique across shards); the proteins
-(``.faa``, as ``genoctx annotate --formats faa``) carry the same IDs.
+and IDs numbered again per contig in position order (unique across shards), or, when the sample
+sheet gives the sample a ``locus_tag``, ``TAG_00001``... across the genome (``genoctx annotate
+--locus-tag``); the proteins (``.faa``, as ``genoctx annotate --formats faa``) carry the same
+IDs.
 """
 
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
@@ -125,10 +127,12 @@ def merge_bedgraph(parts: list[tuple[Cores, str | Path]], order: dict[str, int],
 
 def main(smk) -> None:
     from genoctx.io.fasta import FastaFile
-    from genoctx.io.writers import write_bed, write_gene_fasta, write_gff3
+    from genoctx.io.writers import assign_locus_tags, write_bed, write_gene_fasta, write_gff3
 
     cores = [read_cores(p) for p in smk.input.regions]
     genes, rnas, lengths, sha = merge_features(list(zip(cores, smk.input.gff3)))
+    if smk.params.locus_tag:
+        genes, rnas = assign_locus_tags(genes, rnas, lengths, smk.params.locus_tag)
     write_gff3(smk.output.gff3, genes, rnas, lengths,
                attrs={"model_sha256": sha} if sha else None)
     write_bed(smk.output.bed, genes, rnas)
