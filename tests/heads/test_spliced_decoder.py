@@ -17,6 +17,10 @@ COMP = str.maketrans("ACGT", "TGCA")
 STOPS = {"TAA", "TAG", "TGA"}
 INV_RC = np.argsort(RC_PERMUTATION)  # column j of the reverse complement's probabilities
 
+# the hand-made genes here are short: keep the floor that lets them through (the default
+# drops CDS under 150 bp)
+SHORT = sd.DecoderParams(min_cds=60)
+
 
 def revcomp(s: str) -> str:
     return s.translate(COMP)[::-1]
@@ -81,7 +85,7 @@ def two_exon(exon1=EXON1, intron=INTRON, exon2=EXON2):
 def test_two_exon_gene_plus_strand():
     seq, cds = two_exon()
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
-    genes = sd.decode(seq, p, contig="x")
+    genes = sd.decode(seq, p, contig="x", params=SHORT)
     assert [(g.strand, g.cds) for g in genes] == [(1, tuple(cds))]
     assert genes[0].introns == ((cds[0][1], cds[1][0]),)
     check_gene(seq, genes[0])
@@ -93,13 +97,13 @@ def test_two_exon_gene_minus_strand_is_the_mirror():
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
     L = len(seq)
     rseq = revcomp(seq)
-    genes = sd.decode(rseq, rc_probs(p), contig="x")
+    genes = sd.decode(rseq, rc_probs(p), contig="x", params=SHORT)
     mirrored = tuple(sorted((L - e, L - s) for s, e in cds))
     assert [(g.strand, g.cds) for g in genes] == [(-1, mirrored)]
     check_gene(rseq, genes[0])
     # the − strand labels built directly give the same answer
     direct = sd.oracle_probs(labels_for(L, [(-1, list(mirrored))]))
-    assert [(g.strand, g.cds) for g in sd.decode(rseq, direct)] == [(-1, mirrored)]
+    assert [(g.strand, g.cds) for g in sd.decode(rseq, direct, params=SHORT)] == [(-1, mirrored)]
 
 
 @pytest.mark.parametrize("where", ["donor", "acceptor"])
@@ -107,13 +111,13 @@ def test_no_intron_without_gt_ag(where):
     intron = ("GC" + INTRON[2:]) if where == "donor" else (INTRON[:-2] + "AC")
     seq, cds = two_exon(intron=intron)
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
-    genes = sd.decode(seq, p)
+    genes = sd.decode(seq, p, params=SHORT)
     assert all(g.introns != ((cds[0][1], cds[1][0]),) for g in genes)
     for g in genes:
         check_gene(seq, g)
     # the same on the − strand
     rseq = revcomp(seq)
-    for g in sd.decode(rseq, rc_probs(p)):
+    for g in sd.decode(rseq, rc_probs(p), params=SHORT):
         check_gene(rseq, g)
 
 
@@ -122,13 +126,13 @@ def test_minimum_intron_length():
     seq, cds = two_exon(intron=short)
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
     intron = ((cds[0][1], cds[1][0]),)
-    assert all(g.introns != intron for g in sd.decode(seq, p))
-    (g,) = sd.decode(seq, p, params=sd.DecoderParams(min_intron=25))
+    assert all(g.introns != intron for g in sd.decode(seq, p, params=SHORT))
+    (g,) = sd.decode(seq, p, params=sd.DecoderParams(min_intron=25, min_cds=60))
     assert g.introns == intron
     L = len(seq)
-    (g,) = sd.decode(revcomp(seq), rc_probs(p), params=sd.DecoderParams(min_intron=25))
+    (g,) = sd.decode(revcomp(seq), rc_probs(p), params=sd.DecoderParams(min_intron=25, min_cds=60))
     assert g.introns == ((L - intron[0][1], L - intron[0][0]),)
-    assert all(len(g.introns) == 0 for g in sd.decode(revcomp(seq), rc_probs(p)))
+    assert all(len(g.introns) == 0 for g in sd.decode(revcomp(seq), rc_probs(p), params=SHORT))
 
 
 def test_frame_is_kept_across_the_intron():
@@ -139,12 +143,12 @@ def test_frame_is_kept_across_the_intron():
     spliced_cds = seq[cds[0][0]:cds[0][1]] + seq[cds[1][0]:cds[1][1]]
     assert len(seq[cds[0][0]:cds[0][1]]) % 3 == 2
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
-    (g,) = sd.decode(seq, p)
+    (g,) = sd.decode(seq, p, params=SHORT)
     assert spliced(seq, g) == spliced_cds
     # a phase-0 labelling of the same exons (wrong frame after the intron) is refused
     y = labels_for(len(seq), [(1, cds)])
     y[cds[1][0]:cds[1][1]] = 1 + np.arange(cds[1][1] - cds[1][0]) % 3
-    for g in sd.decode(seq, sd.oracle_probs(y)):
+    for g in sd.decode(seq, sd.oracle_probs(y), params=SHORT):
         check_gene(seq, g)
 
 
@@ -156,7 +160,7 @@ def test_split_stop_codon_is_refused():
     seq, cds = two_exon(exon1=exon1, exon2=exon2)
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
     for strand_seq, probs in ((seq, p), (revcomp(seq), rc_probs(p))):
-        genes = sd.decode(strand_seq, probs)
+        genes = sd.decode(strand_seq, probs, params=SHORT)
         for g in genes:
             check_gene(strand_seq, g)
         assert all(len(g.cds) == 1 for g in genes)
@@ -168,11 +172,11 @@ def test_stop_codon_ends_the_cds():
     seq = FLANK_L + body + tail + FLANK_R
     a = len(FLANK_L)
     y = labels_for(len(seq), [(1, [(a, a + len(body) + len(tail))])])
-    (g,) = sd.decode(seq, sd.oracle_probs(y))
+    (g,) = sd.decode(seq, sd.oracle_probs(y), params=SHORT)
     assert g.cds == ((a, a + len(body)),)
     rseq = revcomp(seq)
     L = len(seq)
-    (g,) = sd.decode(rseq, rc_probs(sd.oracle_probs(y)))
+    (g,) = sd.decode(rseq, rc_probs(sd.oracle_probs(y)), params=SHORT)
     assert g.strand == -1 and g.cds == ((L - a - len(body), L - a),)
 
 
@@ -218,13 +222,13 @@ def test_noisy_made_up_labels_give_valid_mirrored_genes(data_root):
     y = labels_for(len(seq), made_up)
     noise = rng.dirichlet(np.full(NUM_CLASSES, 1.0), size=len(seq))
     p = (0.7 * sd.oracle_probs(y, 0.6) + 0.3 * noise).astype(np.float32)
-    genes = sd.decode(seq, p, contig="I")
+    genes = sd.decode(seq, p, contig="I", params=SHORT)
     assert len(genes) >= 5 and {g.strand for g in genes} == {1, -1}
     assert sum(len(g.cds) > 1 for g in genes) >= 2
     for g in genes:
         check_gene(seq, g)
     L = len(seq)
-    back = sd.decode(revcomp(seq), rc_probs(p), contig="I")
+    back = sd.decode(revcomp(seq), rc_probs(p), contig="I", params=SHORT)
     mirror = sorted((-g.strand, tuple(sorted((L - e, L - s) for s, e in g.cds))) for g in back)
     assert mirror == sorted((g.strand, g.cds) for g in genes)
 
@@ -245,11 +249,11 @@ def test_real_locus_oracle_recovers_the_intron_chain(data_root, tmp_path, name):
     true = cds[0]
     assert len(true) >= 2
     p = sd.oracle_probs(labels_for(len(seq), [(1, true)]))
-    (g,) = sd.decode(seq, p, contig=name)
+    (g,) = sd.decode(seq, p, contig=name, params=SHORT)
     assert g.strand == 1 and g.cds == tuple(true)
     check_gene(seq, g)
     L = len(seq)
-    (g,) = sd.decode(revcomp(seq), rc_probs(p), contig=name)
+    (g,) = sd.decode(revcomp(seq), rc_probs(p), contig=name, params=SHORT)
     true_introns = sd.SplicedGene(name, 1, tuple(true)).introns
     assert g.strand == -1 and g.introns == tuple(sorted((L - e, L - s) for s, e in true_introns))
 
@@ -257,7 +261,7 @@ def test_real_locus_oracle_recovers_the_intron_chain(data_root, tmp_path, name):
 def test_gff3_round_trip(tmp_path):
     seq, cds = two_exon()
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
-    genes = sd.decode(seq, p, contig="x")
+    genes = sd.decode(seq, p, contig="x", params=SHORT)
     L = len(seq)
     genes += [sd.SplicedGene("x", -1, tuple(sorted((L - e, L - s) for s, e in cds)), 0.5)]
     path = tmp_path / "genes.gff3"
@@ -284,6 +288,6 @@ def test_batches_give_the_same_genes_as_single_records():
     recs = [("a", seq), ("b", revcomp(seq)), ("c", seq[:40] + seq)]
     probs = {"a": p, "b": rc_probs(p), "c": np.concatenate([p[:40], p])}
     prior = sd.channel_probs(p).mean(0)
-    together = sd.decode_many(recs, probs, prior=prior, batch_size=3)
-    alone = [g for c, s in recs for g in sd.decode(s, probs[c], contig=c, prior=prior)]
+    together = sd.decode_many(recs, probs, prior=prior, batch_size=3, params=SHORT)
+    alone = [g for c, s in recs for g in sd.decode(s, probs[c], contig=c, prior=prior, params=SHORT)]
     assert together == alone and len(together) == 3
