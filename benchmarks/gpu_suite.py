@@ -21,7 +21,11 @@ Sections (each in its own try/except: a failure is recorded and the suite goes o
 2. ``time_*``: forward and forward+backward (CUDA events via ``triton.testing.do_bench``, median)
    and peak memory beside the alternatives: SDPA flash dense causal (T <= 131,072), block-diagonal
    SDPA, FlexAttention (block-512, local halo, sliding-window-1024), fla ``chunk_linear_attn``.
-3. A table printed last, written to ``docs/benchmarks.md`` (section ``gpu_suite``) and, when
+3. ``time_annotate``: ``genoctx annotate`` on a whole genome with the model on the GPU (the
+   issue's target: E. coli in <= 2 s), and its parts: the model's probabilities, the gene
+   decoder, the RNA-gene finders. The genome is ``--annotate-fasta`` (FASTA or GenBank), else
+   E. coli K-12 from the data root when there is one; skipped (with a note) otherwise.
+4. A table printed last, written to ``docs/benchmarks.md`` (section ``gpu_suite``) and, when
    ``$OUT`` is set, to ``$OUT/gpu_suite.json`` and ``$OUT/gpu_suite.md``.
 """
 
@@ -78,7 +82,9 @@ _bootstrap()
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-RESULTS: dict = {"meta": {}, "checks": [], "timings": [], "failures": [], "notes": []}
+RESULTS: dict = {"meta": {}, "checks": [], "timings": [], "failures": [], "notes": [],
+                 "annotate": []}
+ECOLI = "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz"
 OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
 
 
@@ -660,6 +666,80 @@ TARGETS = {  # (fwd ms, fwd+bwd ms, peak GiB) at T = 1M
 }
 
 
+def _genome_records(path: Path) -> list[tuple[str, bytes]]:
+    """(name, bases) of a FASTA or GenBank file (gzip allowed)."""
+    from genoctx.io.annotation import annotation_format, read_sequences_genbank
+
+    try:
+        genbank = annotation_format(path) == "genbank"
+    except Exception:  # noqa: BLE001 - not an annotation file: read it as FASTA
+        genbank = False
+    if genbank:
+        return [(c, s) for c, s in read_sequences_genbank(path) if len(s)]
+    from genoctx.io.fasta import iter_records
+
+    return [(c, s) for c, s in iter_records(path) if len(s)]
+
+
+def annotate_genome(path: Path | None, device: str = "cuda") -> None:
+    """Time ``genoctx annotate`` (default outputs: GFF3, BED, bedGraph tracks, so the model runs)
+    on a whole genome, end to end and by part; rows go to RESULTS["annotate"]."""
+    import tempfile
+
+    from genoctx.cli.common import available_cores
+    from genoctx.heads.annotate import annotate_fasta, write_annotation
+    from genoctx.heads.annotation import load_annotation_model, predict_probs
+    from genoctx.heads.decoder import call_genes_multi
+    from genoctx.heads.rna_genes import available, find_rna_genes
+    from genoctx.tokenize import nucleotide as nt
+
+    if path is None:
+        from genoctx.io.dataroot import resolve_data_root
+
+        try:
+            path = resolve_data_root(None) / ECOLI
+        except Exception:  # noqa: BLE001 - no data root on this machine
+            path = None
+    if path is None or not Path(path).is_file():
+        RESULTS["notes"].append("time_annotate skipped: no genome (give --annotate-fasta, or a "
+                                f"data root with {ECOLI})")
+        return
+    records = _genome_records(Path(path))
+    bases = sum(len(s) for _, s in records)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def timed(step, fn):
+        sync()
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        RESULTS["annotate"].append({"genome": Path(path).name, "Mb": bases / 1e6, "step": step,
+                                    "s": time.perf_counter() - t0})
+        print(f"   annotate {step}: {RESULTS['annotate'][-1]['s']:.2f} s", flush=True)
+        return out
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fasta = Path(tmp) / "genome.fa"
+        with open(fasta, "w") as fh:
+            for name, seq in records:
+                fh.write(f">{name}\n{seq.decode()}\n")
+        workers = available_cores()
+        load_annotation_model("embedded", device=device)  # warm: weights and kernels compiled
+        result = timed(f"end to end: annotate_fasta + write (model on {device}, {workers} "
+                       "processes)", lambda: write_annotation(
+                           Path(tmp) / "out", annotate_fasta(fasta, device=device, quiet=True,
+                                                             workers=workers),
+                           ("gff3", "bed", "bedgraph")))
+        del result
+        backbone, head = load_annotation_model("embedded", device=device)
+        timed("model probabilities only (batch 64)", lambda: [
+            predict_probs(backbone, head, nt.encode(s), batch_size=64) for _, s in records])
+        timed("gene decoder only (sequence, one process)",
+              lambda: call_genes_multi(records, procedure="auto"))
+        if all(available().values()):
+            timed("RNA-gene finders only (ARAGORN + barrnap)", lambda: find_rna_genes(records))
+
+
 def render(results: dict) -> str:
     md_table = _load_report().md_table
     meta = results["meta"]
@@ -713,6 +793,11 @@ def render(results: dict) -> str:
     if tgt:
         out += ["", "### Targets at T = 1,048,576 (measured / target)", "",
                 md_table(["kernel", "fwd ms", "fwd+bwd ms", "peak GiB"], tgt)]
+    if results.get("annotate"):
+        rows = [[r["genome"], f"{r['Mb']:.2f}", r["step"], f"{r['s']:.2f}"]
+                for r in results["annotate"]]
+        out += ["", "### genoctx annotate on one genome (target: E. coli in <= 2 s on a GPU)", "",
+                md_table(["genome", "Mb", "step", "wall s"], rows)]
     if results["failures"]:
         out += ["", "### Failures", ""]
         out += [f"- {f['section']}: `{f['error'][:200]}`" for f in results["failures"]]
@@ -731,6 +816,9 @@ def main(argv=None) -> int:
                     help="also sweep linear_attn's chunk size and launch settings at the largest T")
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
     ap.add_argument("--from-json", help="render a saved gpu_suite.json into docs and exit")
+    ap.add_argument("--annotate-fasta", type=Path, default=None,
+                    help="genome for time_annotate (FASTA or GenBank; default: E. coli K-12 "
+                         "from the data root)")
     args = ap.parse_args(argv)
     write_section = _load_report().write_section
     if args.from_json:
@@ -771,6 +859,8 @@ def main(argv=None) -> int:
         run_section("time_moe", time_moe, args.quick)
     if args.sweep:
         run_section("sweep_linear_attn", sweep_linear_attn, Ts[-1])
+    if wanted("time_annotate", only):
+        run_section("time_annotate", annotate_genome, args.annotate_fasta)
     meta["wall_s"] = time.time() - t_start
     text = render(RESULTS)
     print(text)
