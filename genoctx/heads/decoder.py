@@ -282,48 +282,66 @@ def select_genes(left: np.ndarray, right: np.ndarray, strand: np.ndarray, score:
     credit = np.zeros(n) if credit is None else np.asarray(credit, dtype=np.float64)
     idx = np.flatnonzero(score > -_link_slack(left, right, strand, credit, link_weight))
     order = idx[np.lexsort((strand[idx], left[idx], right[idx]))]
+    # plain Python lists: the loop below is per gene, where numpy scalars cost more than they save
+    lo_l, hi_l, st_l = left.tolist(), right.tolist(), strand.tolist()
+    score_l, credit_l = score.tolist(), credit.tolist()
     ends = {1: [], -1: []}
     starts = {1: [], -1: []}
     vals = {1: [], -1: []}
     best = {1: [], -1: []}  # prefix maxima of (dp value, index) over genes by end
     ids = {1: [], -1: []}
-    dp = np.zeros(n)
-    prev = np.full(n, -1, dtype=np.int64)
+    dp = [0.0] * n
+    prev = [-1] * n
     ovl = {(1, 1): params.max_same_overlap, (-1, -1): params.max_same_overlap,
            (1, -1): params.max_tail_overlap, (-1, 1): params.max_head_overlap}
     far = -link_weight
+    linked = link_weight > 0
+    bisect_left, bisect_right = bisect.bisect_left, bisect.bisect_right
     for i in order.tolist():
-        lo, hi, st = int(left[i]), int(right[i]), int(strand[i])
+        lo, hi, st = lo_l[i], hi_l[i], st_l[i]
         b_val, b_arg = 0.0, -1
         for ps in (1, -1):
-            e = ends[ps]
-            same = ps == st and link_weight > 0
+            e, sts, vs, ids_ps = ends[ps], starts[ps], vals[ps], ids[ps]
+            same = ps == st
             # predecessors ending before ``near`` are disjoint and, on the same strand, far away
-            near = lo - (OPERON_FAR - 3) if same else lo + 1
-            c = bisect.bisect_left(e, near)
-            if c and best[ps][c - 1][0] + far > b_val:
-                b_val, b_arg = best[ps][c - 1][0] + far, best[ps][c - 1][1]
+            near = lo - (OPERON_FAR - 3) if same and linked else lo + 1
+            c = bisect_left(e, near)
+            if c:
+                top = best[ps][c - 1]
+                if top[0] + far > b_val:
+                    b_val, b_arg = top[0] + far, top[1]
             reach = min(lo + ovl[(ps, st)], hi - 1)
-            for t in range(c, bisect.bisect_right(e, reach)):
-                if e[t] > lo and (starts[ps][t] >= lo or (
-                        ps != st and not _short_overlap(starts[ps][t], e[t], lo, hi))):
+            for t in range(c, bisect_right(e, reach)):
+                et = e[t]
+                if et > lo and (sts[t] >= lo or (
+                        not same and not _short_overlap(sts[t], et, lo, hi))):
                     continue
-                v = vals[ps][t]
-                if link_weight > 0:
-                    gap = lo - e[t]
-                    v += link_value(gap, ps == st, link_weight)
-                    if ps == st and gap in (-1, -4):
-                        v += credit[i] if st == 1 else credit[ids[ps][t]]
+                v = vs[t]
+                if linked:  # link_value and the operon credit, inlined (same arithmetic)
+                    gap = lo - et
+                    if not same:
+                        v += -link_weight
+                    else:
+                        dist = abs(gap + 3)
+                        if dist > OPERON_FAR:
+                            v += -link_weight
+                        elif (dist <= OPERON_NEAR and gap >= 0) or dist < OPERON_NEAR / 4:
+                            v += (2.0 - dist / OPERON_NEAR) * link_weight
+                        else:
+                            v += 0.0
+                        if gap in (-1, -4):
+                            v += credit_l[i] if st == 1 else credit_l[ids_ps[t]]
                 if v > b_val:
-                    b_val, b_arg = v, ids[ps][t]
-        dp[i] = score[i] + b_val
+                    b_val, b_arg = v, ids_ps[t]
+        value = score_l[i] + b_val
+        dp[i] = value
         prev[i] = b_arg
         ends[st].append(hi)
         starts[st].append(lo)
-        vals[st].append(dp[i])
+        vals[st].append(value)
         ids[st].append(i)
-        top = best[st][-1] if best[st] else (-np.inf, -1)
-        best[st].append((dp[i], i) if dp[i] > top[0] else top)
+        top = best[st][-1] if best[st] else (-math.inf, -1)
+        best[st].append((value, i) if value > top[0] else top)
     tails = [b[-1] for b in best.values() if b]
     if not tails or max(tails)[0] <= 0:
         return np.zeros(0, dtype=np.int64)
