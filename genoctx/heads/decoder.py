@@ -614,12 +614,19 @@ class GenomeDecoder:
 
     def decode(self) -> list[np.ndarray]:
         """Decode every contig with the current models: chosen candidate indices per strand."""
-        per_strand = []
+        return self._decode_scored()[0]
+
+    def _decode_scored(self) -> tuple[list[np.ndarray], float]:
+        """:meth:`decode`, and the sum of the DP scores of the genes it chose (how well the
+        current models explain the sequence), from the same scores."""
+        per_strand, dps = [], []
         for si, s in enumerate(self.strands):
             choice, dp, credit = self.scores(si)
             keep = _best_per_orf(s.cand, choice, self.params.starts_per_orf)
             per_strand.append((keep, dp[keep], credit[keep]))
-        return self._decode(per_strand, LINK_WEIGHT)
+            dps.append(dp)
+        chosen = self._decode(per_strand, LINK_WEIGHT)
+        return chosen, float(sum(dps[si][c].sum() for si, c in enumerate(chosen)))
 
     def _decode(self, per_strand: list[tuple], link_weight: float = 0.0) -> list[np.ndarray]:
         """Run the DP on each contig; ``per_strand`` holds (candidates, scores[, credits])."""
@@ -665,10 +672,6 @@ class GenomeDecoder:
             self.set_orf_adjust(default_scorer())
         return self.decode()
 
-    def total_score(self, chosen: list[np.ndarray]) -> float:
-        """Sum of the DP scores of the chosen genes (how well a model explains the sequence)."""
-        return float(sum(self.dp_scores(si)[c].sum() for si, c in enumerate(chosen)))
-
     def train_meta(self, bank) -> tuple[list[np.ndarray], str]:
         """Self-train from a pre-trained model instead of the GC-frame seed (short sequences).
 
@@ -687,8 +690,7 @@ class GenomeDecoder:
         tried = candidates(bank, self.gc)
         for m in tried:
             self.use_model(m)
-            chosen = self.decode()
-            score = self.total_score(chosen)
+            chosen, score = self._decode_scored()
             if score > best_score:
                 best, best_score, best_chosen = m, score, chosen
         if best is not tried[-1]:  # the codon scores hold the last model's statistics
