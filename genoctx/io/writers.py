@@ -122,9 +122,10 @@ def assign_locus_tags(genes: list, rnas: list, lengths: dict[str, int], prefix: 
                       ) -> tuple[list, list]:
     """Copies of ``genes`` and ``rnas`` (in their order) tagged ``PREFIX_00001``,
     ``PREFIX_00002``... across all contigs (in ``lengths`` order, then by position; genes and
-    RNA genes in one series), as Prokka's ``--locustag`` does. The writers use the tag as the feature's ID (GFF3 ``ID`` and
-    ``locus_tag``, BED name, FASTA header, GenBank ``/locus_tag``), so IDs stay unique when the
-    annotations of many genomes are pooled (Roary, Panaroo) however their contigs are named.
+    RNA genes in one series), as Prokka's ``--locustag`` does. The writers use the tag as the
+    feature's ID (GFF3 ``ID`` and ``locus_tag``, BED name, FASTA header, GenBank
+    ``/locus_tag``), so IDs stay unique when the annotations of many genomes are pooled (Roary,
+    Panaroo) however their contigs are named.
 
     Raises:
         InputError: ``prefix`` is not a letter followed by up to 31 letters, digits or ``_``.
