@@ -242,6 +242,8 @@ def first_max_per_run(key: np.ndarray, group: np.ndarray) -> np.ndarray:
     (no sort: what a stable sort by (group, −key) would put first in each run)."""
     if not len(key):
         return np.zeros(0, dtype=np.int64)
+    if np.isnan(key).any():  # as the sort has it: a NaN only where its run holds nothing else
+        key = np.where(np.isnan(key), -np.inf, key)
     new = np.r_[True, group[1:] != group[:-1]]
     run = np.cumsum(new) - 1
     top = np.maximum.reduceat(key, np.flatnonzero(new))

@@ -33,6 +33,14 @@ def test_first_max_per_run_is_a_stable_sort_s_first(seed):
     np.testing.assert_array_equal(sm.best_in_group(key, shuffled, mask),
                                   np.flatnonzero(mask)[_lexsort_first(key[mask], shuffled[mask])])
     assert len(sm.first_max_per_run(key[:0], group[:0])) == 0
+    holes = key.copy()
+    holes[rng.random(2000) < 0.1] = np.nan
+    holes[group == group[0]] = np.nan  # a run of NaN only: its first entry
+    got = sm.first_max_per_run(holes, group)
+    assert len(got) == len(np.unique(group)) and got[0] == 0
+    finite = np.isfinite(holes) | np.isneginf(holes)
+    np.testing.assert_array_equal(got[1:], _lexsort_first(np.where(finite, holes, -np.inf),
+                                                          group)[1:])
 
 
 def _motif_hits_plain(x):
