@@ -290,7 +290,6 @@ def select_genes(left: np.ndarray, right: np.ndarray, strand: np.ndarray, score:
     vals = {1: [], -1: []}
     best = {1: [], -1: []}  # prefix maxima of (dp value, index) over genes by end
     ids = {1: [], -1: []}
-    dp = [0.0] * n
     prev = [-1] * n
     ovl = {(1, 1): params.max_same_overlap, (-1, -1): params.max_same_overlap,
            (1, -1): params.max_tail_overlap, (-1, 1): params.max_head_overlap}
@@ -317,24 +316,14 @@ def select_genes(left: np.ndarray, right: np.ndarray, strand: np.ndarray, score:
                         not same and not _short_overlap(sts[t], et, lo, hi))):
                     continue
                 v = vs[t]
-                if linked:  # link_value and the operon credit, inlined (same arithmetic)
+                if linked:
                     gap = lo - et
-                    if not same:
-                        v += -link_weight
-                    else:
-                        dist = abs(gap + 3)
-                        if dist > OPERON_FAR:
-                            v += -link_weight
-                        elif (dist <= OPERON_NEAR and gap >= 0) or dist < OPERON_NEAR / 4:
-                            v += (2.0 - dist / OPERON_NEAR) * link_weight
-                        else:
-                            v += 0.0
-                        if gap in (-1, -4):
-                            v += credit_l[i] if st == 1 else credit_l[ids_ps[t]]
+                    v += link_value(gap, same, link_weight)
+                    if same and gap in (-1, -4):
+                        v += credit_l[i] if st == 1 else credit_l[ids_ps[t]]
                 if v > b_val:
                     b_val, b_arg = v, ids_ps[t]
         value = score_l[i] + b_val
-        dp[i] = value
         prev[i] = b_arg
         ends[st].append(hi)
         starts[st].append(lo)
