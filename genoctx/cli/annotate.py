@@ -66,7 +66,8 @@ def annotate(
                                 "RNA-gene finders beside the decoder, records side by side under "
                                 "meta; 0: every core available. The output does not depend on it."),
     closed: bool = typer.Option(False, "--closed", "-c", help="Complete, closed sequences: no "
-                                "gene runs off a sequence end (as Prodigal's -c)."),
+                                "gene runs off a sequence end (as Prodigal's -c). A region's "
+                                "edge inside its sequence stays open: genes there are partial."),
     gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
                                     "section holding the contigs (as Prokka and Bakta write it; "
                                     "Roary and Panaroo need it)."),

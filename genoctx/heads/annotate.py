@@ -119,7 +119,7 @@ def _finders_run(rna: str) -> bool:
 def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                    params: DecoderParams | None = None, rna: str = "auto",
                    procedure: str = "auto", bank=None, progress=None, workers: int = 1,
-                   closed: bool = False):
+                   closed: bool | dict[str, tuple[bool, bool]] = False):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
@@ -129,7 +129,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     the RNA finders run in a process of their own while the genes are decoded, and the rest
     of the workers decode records side by side when each is decoded alone (``meta``); the
     result does not depend on ``workers``. ``closed``: genes may not run off sequence ends
-    (complete replicons; Prodigal's ``-c``).
+    (complete replicons; Prodigal's ``-c``), or only those a ``{record: (first, last)}`` mapping
+    marks (:func:`genoctx.heads.decoder.closed_ends`).
     """
     from genoctx.heads import rna_genes
 
@@ -176,7 +177,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
     which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
     ``workers`` processes share the decoding (see :func:`call_bacterial`); the output does not
-    depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode).
+    depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
+    target's own ends where it reaches them; a target's edge inside its sequence stays open.
     """
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
@@ -233,6 +235,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         for name, t in zip(names, targets):
             out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
+    if closed:  # only a sequence's own ends are closed: genes run on past a region's edges
+        closed = {name: (t.start == 0, t.end == lengths[t.contig])
+                  for name, t in zip(names, targets)}
     per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
     if per_record and len(records) > 1:  # many contigs, each decoded on its own: show a bar
         with progress_bar("decoding genes", total=total, quiet=quiet) as bar:

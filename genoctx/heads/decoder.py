@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -196,8 +197,22 @@ def _neural_codon_scores(probs_LC: np.ndarray, clip: float) -> list[np.ndarray]:
     return [codon_sum(lo_QL, f) for f in range(3)]
 
 
+def closed_ends(closed: bool | Mapping[str, tuple[bool, bool]], contig: str) -> tuple[bool, bool]:
+    """Whether ``contig``'s first and last bases (forward strand) are ends no gene may run off.
+
+    ``closed`` is True or False for every contig alike, or ``{contig: (first, last)}`` (contigs it
+    does not name are open): a region cut from a longer sequence is closed only where it
+    reaches that sequence's own ends.
+    """
+    if isinstance(closed, Mapping):
+        first, last = closed.get(contig, (False, False))
+        return bool(first), bool(last)
+    return bool(closed), bool(closed)
+
+
 def _make_strand(contig: str, x: np.ndarray, strand: int, probs_LC: np.ndarray | None,
-                 params: DecoderParams, closed: bool) -> _Strand:
+                 params: DecoderParams, closed: tuple[bool, bool]) -> _Strand:
+    """One strand; ``closed`` = (5' end, 3' end) of ``x`` closed (see :func:`closed_ends`)."""
     cand = find_candidates(x, closed=closed, table=params.translation_table, min_len=params.min_len,
                            min_edge_len=params.min_edge_len)
     kidx, valid = kmer_index(x)
@@ -402,15 +417,17 @@ class GenomeDecoder:
     """
 
     def __init__(self, records: list[tuple[str, bytes]], probs: dict | None,
-                 params: DecoderParams, closed: bool = False):
+                 params: DecoderParams, closed: bool | Mapping[str, tuple[bool, bool]] = False):
         self.params = params
         self.strands: list[_Strand] = []
         for contig, seq in records:
             x = encode(seq)
             p = _check_probs(probs.get(contig) if probs else None, len(x), contig)
-            self.strands.append(_make_strand(contig, x, 1, p, params, closed))
+            first, last = closed_ends(closed, contig)
+            self.strands.append(_make_strand(contig, x, 1, p, params, (first, last)))
             p_rc = None if p is None else p[::-1][:, list(RC_PERMUTATION)]
-            self.strands.append(_make_strand(contig, revcomp_codes(x), -1, p_rc, params, closed))
+            self.strands.append(_make_strand(contig, revcomp_codes(x), -1, p_rc, params,
+                                             (last, first)))
         self.background = sum(background_counts(s.kidx, s.valid) for s in self.strands)
         counts = sum(np.bincount(s.x, minlength=5)[:4] for s in self.strands[::2])
         self.gc = float(counts[1:3].sum() / max(counts.sum(), 1))
@@ -734,7 +751,8 @@ def check_options(procedure: str, translation_table: int) -> None:
 
 
 def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None, *,
-                     params: DecoderParams | None = None, closed: bool = False,
+                     params: DecoderParams | None = None,
+                     closed: bool | Mapping[str, tuple[bool, bool]] = False,
                      procedure: str = "auto", bank=None, progress=None,
                      workers: int = 1) -> list[GeneCall]:
     """Call genes on all contigs of one genome with statistics trained across them.
@@ -744,7 +762,9 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
             train on, so give the chromosome(s) too.
         probs: optional {contig: float32 [L, 17]} per-base class probabilities (classes.py).
         params: decoder settings (default: fitted on the train genomes).
-        closed: when True, genes may not run off contig ends (complete, closed replicons).
+        closed: when True, genes may not run off contig ends (complete, closed replicons);
+            ``{contig: (first, last)}`` closes only the ends marked True (a region of a longer
+            sequence: only where it reaches the sequence's own ends; :func:`closed_ends`).
         procedure: ``single`` self-trains the statistics on all records together, from the
             GC-frame seed; ``meta`` treats each record on its own, starting from the
             best-scoring pre-trained model of the bank (:mod:`genoctx.heads.meta_models`,
@@ -788,7 +808,8 @@ def _decode_records(records, probs, params, closed, procedure, bank, progress,
     if procedure == "single":
         dec = GenomeDecoder(records, probs, params, closed)
         return dec.calls(dec.train())
-    jobs = ((c, s, probs.get(c) if probs else None, params, closed) for c, s in records)
+    jobs = ((c, s, probs.get(c) if probs else None, params, {c: closed_ends(closed, c)})
+            for c, s in records)
     workers = min(workers, len(records))
     if workers > 1:
         import multiprocessing

@@ -419,21 +419,54 @@ def test_locus_tag_names_every_output_alike(example_fasta, tmp_path, cli):
     assert not list(tmp_path.glob("bad*"))
 
 
-def test_closed_sequences_get_no_partial_genes(example_fasta, tmp_path, cli):
-    """--closed (Prodigal's -c): no gene runs off the region's ends, where the open run has
+@pytest.fixture
+def rotated_fasta(example_fasta, tmp_path) -> Path:
+    """pPCP1 is circular: cut open inside a gene (4815-5888, - strand), that gene runs off both
+    ends of the sequence."""
+    name, seq = example_fasta.read_text().split("\n", 1)
+    seq = seq.replace("\n", "")
+    path = tmp_path / "rotated.fa"
+    path.write_text(f"{name}\n{seq[5300:]}{seq[:5300]}\n")
+    return path
+
+
+def _genes(cli, fasta, out, *args):
+    code, _, err = cli(["annotate", fasta, "--formats", "gff3", "--model", "none", "--out", out,
+                        "--quiet", *args])
+    assert code == 0, err
+    return [(g.strand, g.start, g.end, g.partial)
+            for g in read_gff3_genes(Path(out).with_suffix(".gff3"))]
+
+
+def test_closed_sequences_get_no_partial_genes(rotated_fasta, tmp_path, cli):
+    """--closed (Prodigal's -c): no gene runs off a sequence's ends, where the open run has
     partial genes; calls clear of the ends are kept."""
+    n = len(rotated_fasta.read_text().split("\n")[1])
+    open_ = _genes(cli, rotated_fasta, tmp_path / "o")
+    closed = _genes(cli, rotated_fasta, tmp_path / "c", "--closed")
+    assert any(any(g[3]) for g in open_)
+    assert closed and not any(any(g[3]) for g in closed)
+    inner = {g for g in open_ if 1000 < g[1] and g[2] < n - 1000}
+    assert inner and inner <= set(closed)
+
+
+def test_closed_keeps_region_edges_inside_a_sequence_open(example_fasta, rotated_fasta,
+                                                          tmp_path, cli):
+    """With --region, --closed closes only the sequence's own ends: a region inside the contig
+    gets the same calls as without it (partial genes at its edges included), and a region from
+    the contig's first base is closed there and stays open at its other edge."""
     contig = example_fasta.read_text().split()[0][1:]
-    calls = {}
-    for flag in ([], ["--closed"]):
-        out = tmp_path / ("c" if flag else "o")
-        code, _, err = cli(["annotate", example_fasta, "--region", f"{contig}:1500-8000",
-                            "--formats", "gff3", "--model", "none", "--out", out, "--quiet", *flag])
-        assert code == 0, err
-        calls[bool(flag)] = read_gff3_genes(out.with_suffix(".gff3"))
-    assert any(any(g.partial) for g in calls[False])
-    assert calls[True] and not any(any(g.partial) for g in calls[True])
-    inner = {(g.strand, g.start, g.end) for g in calls[False] if 2500 < g.start and g.end < 7000}
-    assert inner and inner <= {(g.strand, g.start, g.end) for g in calls[True]}
+    inner = _genes(cli, example_fasta, tmp_path / "i", "--region", f"{contig}:1500-8000")
+    assert any(any(g[3]) for g in inner)
+    assert _genes(cli, example_fasta, tmp_path / "ic", "--region", f"{contig}:1500-8000",
+                  "--closed") == inner
+    head = ["--region", f"{contig}:1-6000"]
+    head_open = _genes(cli, rotated_fasta, tmp_path / "h", *head)
+    head_closed = _genes(cli, rotated_fasta, tmp_path / "hc", *head, "--closed")
+    assert any(g[1] < 3 and any(g[3]) for g in head_open)  # open: a gene runs in from base 1
+    assert any(g[2] > 6000 - 3 and any(g[3]) for g in head_open)
+    assert head_closed and not any(g[1] < 3 for g in head_closed)
+    assert [g for g in head_closed if any(g[3])] == [g for g in head_open if g[2] > 6000 - 3]
 
 
 def test_standard_input_gives_the_same_output(example_fasta, tmp_path, cli, monkeypatch):

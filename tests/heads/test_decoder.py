@@ -133,6 +133,28 @@ def test_partial_genes_only_at_open_edges(ecoli, ecoli_calls):
     assert closed and not any(any(g.partial) for g in closed)
 
 
+def test_closed_ends_close_only_the_named_ends(ecoli):
+    """closed={contig: (first, last)}: genes may run off the open end only, on both strands,
+    under both procedures; True and (True, True) are the same."""
+    from genoctx.heads.orfs import find_candidates
+
+    _, seq, _ = ecoli
+    x = encode(seq[:60_000].encode())
+    every = find_candidates(x, closed=True)
+    same = find_candidates(x, closed=(True, True))
+    assert all(np.array_equal(getattr(every, f), getattr(same, f)) for f in every.__dataclass_fields__)
+    head_closed = find_candidates(x, closed=(True, False))
+    assert not head_closed.partial5.any() and head_closed.partial3.any()
+    tail_closed = find_candidates(x, closed=(False, True))
+    assert tail_closed.partial5.any() and not tail_closed.partial3.any()
+    rec = [("a", seq[:60_000].encode())]
+    for procedure in ("single", "meta"):
+        calls = call_genes_multi(rec, closed={"a": (True, False)}, procedure=procedure)
+        ends = [g.partial if g.strand == 1 else g.partial[::-1] for g in calls]
+        assert not any(first for first, _ in ends) and any(last for _, last in ends)
+        assert all(g.end > 60_000 - 3 for g, (_, last) in zip(calls, ends) if last)
+
+
 def test_reverse_complement_symmetry(ecoli):
     _, seq, _ = ecoli
     fwd = seq[:120_000]

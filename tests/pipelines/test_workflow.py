@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE = REPO / "pipelines" / "annotate-and-score"
 SCRIPTS = PIPELINE / "workflow" / "scripts"
-SAMPLES = ("pPCP1", "ex1", "BRCA1")
+SAMPLES = ("pPCP1", "ex1", "BRCA1", "pPCP1cut")
 TRACKS = ("CDS_plus", "CDS_minus", "RNA")
 
 
@@ -133,6 +133,9 @@ def workdir(tmp_path_factory, data_root) -> Path:
     subprocess.run([sys.executable, str(test_dir / "make_brca1_vcf.py"), "--data-root",
                     str(data_root), "--out", str(test_dir / "resources" / "brca1_sge_subset.vcf")],
                    check=True)
+    subprocess.run([sys.executable, str(test_dir / "make_cut_plasmid.py"), "--data-root",
+                    str(data_root), "--out", str(test_dir / "resources" / "pPCP1_cut.fa")],
+                   check=True)
     return test_dir
 
 
@@ -198,7 +201,7 @@ def test_every_output_exists(results):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sample", SAMPLES)
-def test_merged_gff3_is_valid(results, sample, data_root):
+def test_merged_gff3_is_valid(results, sample, data_root, workdir):
     from genoctx.io.fasta import FastaFile
 
     path = results / "annotate" / f"{sample}.gff3"
@@ -207,8 +210,9 @@ def test_merged_gff3_is_valid(results, sample, data_root):
     assert sum(h.startswith("##gff-version") for h in headers) == 1
     regions = {h.split()[1]: int(h.split()[3]) for h in headers if h.startswith("##sequence-region")}
     fasta = {"pPCP1": "examples/Yersinia_pestis_pPCP1_NC_005816.fna", "ex1": "reads/ex1/ex1.fa",
-             "BRCA1": "variants/brca1_sge/NG_005905.2_BRCA1_RefSeqGene.fasta.gz"}[sample]
-    with FastaFile(data_root / fasta) as fa:
+             "BRCA1": "variants/brca1_sge/NG_005905.2_BRCA1_RefSeqGene.fasta.gz",
+             "pPCP1cut": workdir / "resources" / "pPCP1_cut.fa"}[sample]
+    with FastaFile(data_root / fasta) as fa:  # an absolute path stays as it is
         assert regions == dict(fa.lengths)  # escaping leaves these names as they are
     ids = [dict(kv.split("=", 1) for kv in r[8].split(";"))["ID"] for r in rows]
     assert len(ids) == len(set(ids)), "duplicate IDs"
@@ -246,6 +250,16 @@ def test_repeated_locus_tags_fail_before_running(workdir, data_root, tmp_path):
     assert res.returncode != 0 and "locus tag(s) repeated" in res.stdout + res.stderr
 
 
+def test_bad_closed_value_fails_before_running(workdir, data_root, tmp_path):
+    sheet = tmp_path / "samples.tsv"
+    fasta = "examples/Yersinia_pestis_pPCP1_NC_005816.fna"
+    sheet.write_text(f"sample\tfasta\tclosed\na\t{fasta}\tmaybe\nb\t{fasta}\tYes\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}"], workdir, data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "maybe" in out and "closed" in out
+
+
 @pytest.mark.slow
 def test_sharded_sample_keeps_each_shard_gene_from_its_own_core(results):
     """BRCA1 ran as 2 overlapping chunks: the merged genes are exactly the genes each chunk
@@ -264,6 +278,29 @@ def test_sharded_sample_keeps_each_shard_gene_from_its_own_core(results):
                     owned.add((int(r[3]), int(r[4]), r[6]))
     _, merged = _gff3_rows(results / "annotate" / "BRCA1.gff3")
     assert {(int(r[3]), int(r[4]), r[6]) for r in merged if r[2] == "CDS"} == owned
+
+
+@pytest.mark.slow
+def test_closed_sample_gets_no_gene_off_its_ends(results, workdir, tmp_path, cli):
+    """pPCP1cut (pPCP1 opened inside a gene) is marked closed: its merged genes stay inside the
+    sequence, where an open run of the same file has genes running off both ends; the other
+    samples are not closed."""
+    from genoctx.io.writers import read_gff3_genes
+
+    merged = read_gff3_genes(results / "annotate" / "pPCP1cut.gff3")
+    assert merged and not any(any(g.partial) for g in merged)
+    fasta = workdir / "resources" / "pPCP1_cut.fa"
+    code, _, err = cli(["annotate", fasta, "--model", "none", "--formats", "gff3", "--out",
+                        tmp_path / "open", "--quiet"])
+    assert code == 0, err
+    n = int(next(ln for ln in (tmp_path / "open.gff3").read_text().splitlines()
+                 if ln.startswith("##sequence-region")).split()[3])
+    partial = [g for g in read_gff3_genes(tmp_path / "open.gff3") if any(g.partial)]
+    assert any(g.start < 3 for g in partial) and any(g.end > n - 3 for g in partial)
+    # the genes clear of the ends are the same
+    inner = {(g.strand, g.start, g.end) for g in read_gff3_genes(tmp_path / "open.gff3")
+             if 500 < g.start and g.end < n - 500}
+    assert inner and inner <= {(g.strand, g.start, g.end) for g in merged}
 
 
 @pytest.mark.slow

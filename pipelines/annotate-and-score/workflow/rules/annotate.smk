@@ -43,6 +43,7 @@ rule annotate_shard:
         rna=config["annotate"]["rna"],
         procedure=config["annotate"].get("procedure", "auto"),
         translation_table=config["annotate"].get("translation_table", 11),
+        closed=lambda wc: " --closed" if is_closed(wc.sample) else "",
     log:
         "logs/annotate/{sample}/{shard}.log",
     threads: config["annotate"]["threads"]
@@ -58,7 +59,7 @@ rule annotate_shard:
         " --device {params.device} --context {params.context}"
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
         " --procedure {params.procedure} --translation-table {params.translation_table}"
-        " --threads {threads} > {log:q} 2>&1"
+        " --threads {threads}{params.closed} > {log:q} 2>&1"
 
 
 rule merge_annotation:

@@ -7,8 +7,10 @@ from pathlib import Path
 import pandas as pd
 from snakemake.exceptions import WorkflowError
 
-SAMPLE_COLUMNS = ("sample", "fasta", "bam", "vcf", "truth", "locus_tag")
-OPTIONAL_COLUMNS = ("bam", "vcf", "truth", "locus_tag")
+SAMPLE_COLUMNS = ("sample", "fasta", "bam", "vcf", "truth", "locus_tag", "closed")
+OPTIONAL_COLUMNS = ("bam", "vcf", "truth", "locus_tag", "closed")
+# Values of the closed column that mean a complete genome (empty, no, false: draft).
+CLOSED_YES = ("yes", "true")
 FILE_COLUMNS = ("fasta", "bam", "vcf", "truth")
 # Probability tracks written by `genoctx annotate` (one bedGraph each); none without a model.
 TRACKS = ["CDS_plus", "CDS_minus", "RNA"] if config["model"] != "none" else []
@@ -61,6 +63,11 @@ def sample_file(sample, column):
 
 def has(sample, column):
     return bool(samples.loc[sample, column])
+
+
+def is_closed(sample):
+    """Whether the sample sheet marks the genome complete (genoctx annotate --closed)."""
+    return samples.loc[sample, "closed"].lower() in CLOSED_YES
 
 
 def check_samples(sheet):
