@@ -33,8 +33,8 @@ EPILOG = """Examples:
 
 
 def annotate(
-    input: Path = typer.Argument(..., help="FASTA (plain, gzip or bgzip; many records); - reads "
-                                 "standard input."),
+    input: Path = typer.Argument(..., help="FASTA (plain, gzip or bgzip; many records), or "
+                                 "GenBank/EMBL (their sequences); - reads standard input."),
     region: list[str] | None = typer.Option(None, "--region", "-r",
                                             help="Region chr:start-end (1-based, inclusive); repeatable."),
     regions: Path | None = typer.Option(None, "--regions", help="BED file of regions."),
@@ -100,7 +100,8 @@ def annotate(
     workers = threads or available_cores()
     from_stdin = str(input) == "-"
     prefix = out if out is not None else Path("stdin" if from_stdin else input.name.split(".")[0])
-    with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as source:
+    with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as given, \
+            _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as source:
         targets = resolve_targets(FastaFile(source), region, regions)
         result = annotate_fasta(source, targets, model=None if model == "none" else model,
                                 device=resolve_device(device), context=context, overlap=overlap,
@@ -119,6 +120,31 @@ def annotate(
             typer.echo("gene statistics started from pre-trained decoder model(s) "
                        f"{', '.join(bank)} (--procedure single self-trains on the input)",
                        err=True)
+
+
+@contextlib.contextmanager
+def _flatfile_as_fasta(path: Path, shown: str):
+    """``path`` itself when it is FASTA. A GenBank or EMBL flat file (as Prodigal reads them)
+    becomes a temporary FASTA of its records' sequences, named by accession.version as NCBI's
+    FASTA files are; errors name ``shown``, the input as the user gave it."""
+    from genoctx.io.annotation import read_sequences_embl, read_sequences_genbank
+    from genoctx.io.fasta import sniff_format
+
+    fmt, _ = sniff_format(path)
+    if fmt not in ("genbank", "embl"):
+        yield path
+        return
+    read = read_sequences_genbank if fmt == "genbank" else read_sequences_embl
+    with tempfile.TemporaryDirectory(prefix="genoctx-flatfile-") as tmp:
+        fasta = Path(tmp) / "sequences.fa"
+        try:
+            with open(fasta, "wb") as fh:
+                fh.writelines(b">%s\n%s\n" % (name.encode(), seq) for name, seq in read(path))
+            if fasta.stat().st_size == 0:
+                raise InputError(f"{shown}: no {fmt} record with a sequence")
+            yield fasta
+        except InputError as exc:
+            raise InputError(str(exc).replace(str(fasta), shown).replace(str(path), shown)) from None
 
 
 @contextlib.contextmanager

@@ -218,6 +218,19 @@ def read_sequences_genbank(path: str | Path) -> Iterator[tuple[str, bytes]]:
                              "is it a GenBank flat file with an ORIGIN section?") from exc
 
 
+def read_sequences_embl(path: str | Path) -> Iterator[tuple[str, bytes]]:
+    """Yield (accession.version, sequence bytes) for every record of an EMBL file (gz ok)."""
+    from Bio import SeqIO
+
+    with _open_text(path) as fh:
+        try:
+            for rec in SeqIO.parse(fh, "embl"):
+                yield rec.id, bytes(rec.seq)
+        except Exception as exc:  # Biopython raises ValueError, UndefinedSequenceError, ...
+            raise InputError(f"{path}: cannot read EMBL sequence ({exc}); is it an EMBL flat "
+                             "file with a sequence (SQ) section?") from exc
+
+
 def read_genes(path: str | Path, *, include_pseudo: bool = False,
                include_joined: bool = False) -> list[Gene]:
     """Coding genes for gene-level evaluation: one :class:`Gene` per distinct CDS.

@@ -469,6 +469,39 @@ def test_closed_keeps_region_edges_inside_a_sequence_open(example_fasta, rotated
     assert [g for g in head_closed if any(g[3])] == [g for g in head_open if g[2] > 6000 - 3]
 
 
+def test_genbank_and_embl_input_give_the_fasta_genes(example_fasta, example_genbank, tmp_path,
+                                                     cli, monkeypatch):
+    """GenBank and EMBL flat files are read as Prodigal reads them (here the example's own
+    GenBank record, converted to EMBL by Biopython, and gzipped GenBank from a pipe): the same
+    genes as from the FASTA, on the record's accession.version."""
+    import io
+
+    from Bio import SeqIO
+
+    args = ["--formats", "gff3,faa", "--model", "none", "--quiet"]
+    assert cli(["annotate", example_fasta, "--out", tmp_path / "fa", *args])[0] == 0
+    want = [(g.strand, g.start, g.end) for g in read_gff3_genes(tmp_path / "fa.gff3")]
+    embl = tmp_path / "p.embl"
+    SeqIO.convert(example_genbank, "genbank", embl, "embl")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(
+        gzip.compress(example_genbank.read_bytes()))))
+    for name, source in (("gb", example_genbank), ("embl", embl), ("pipe", "-")):
+        code, _, err = cli(["annotate", source, "--out", tmp_path / name, *args])
+        assert code == 0, err
+        genes = read_gff3_genes(tmp_path / f"{name}.gff3")
+        assert [(g.strand, g.start, g.end) for g in genes] == want
+        assert {g.contig for g in genes} == {"NC_005816.1"}
+        proteins = [str(r.seq) for r in SeqIO.parse(tmp_path / f"{name}.faa", "fasta")]
+        assert proteins == [str(r.seq) for r in SeqIO.parse(tmp_path / "fa.faa", "fasta")]
+    # a GenBank record without its sequence: one line naming the file, nothing written
+    bare = tmp_path / "bare.gb"
+    text = example_genbank.read_text()
+    bare.write_text(text[:text.index("ORIGIN")] + "//\n")
+    code, _, err = cli(["annotate", bare, "--out", tmp_path / "bare", *args])
+    assert code == 2 and str(bare) in err and "Traceback" not in err
+    assert not (tmp_path / "bare.gff3").exists() and not (tmp_path / "bare.faa").exists()
+
+
 def test_standard_input_gives_the_same_output(example_fasta, tmp_path, cli, monkeypatch):
     """`genoctx annotate -` reads FASTA (plain or gzip) from a pipe; errors name standard input."""
     import io
