@@ -207,8 +207,11 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         model_dir = checkpoint.resolve_checkpoint(model)
         sha = checkpoint.verify_digest(model_dir)
     params = dataclasses.replace(decoder_params(model_dir), translation_table=translation_table)
-    if model is not None and (need_tracks or mode == "eukaryote" or _uses_head(params)
-                              or (not use_tools and rna in ("auto", "model"))):
+    # whether anything but the tracks reads the probabilities; if not, only the tracks (3 of
+    # the 17 columns, summed) are kept, not [L, 17] floats per record
+    keep_probs = (mode == "eukaryote" or _uses_head(params)
+                  or (not use_tools and rna in ("auto", "model")))
+    if model is not None and (need_tracks or keep_probs):
         backbone, head = load_annotation_model(model, device=device)
     names = [f"{t.contig}:{t.start}-{t.end}" if (t.start, t.end) != (0, lengths[t.contig])
              else t.contig for t in targets]
@@ -224,8 +227,11 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 continue
             p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
                               batch_size=batch_size, progress=bar.advance)
-            probs[name] = p
-            tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
+            if keep_probs:
+                probs[name] = p
+            if need_tracks:
+                tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
+            del p
     if mode == "eukaryote":
         from genoctx.heads.spliced_decoder import decode_many
 

@@ -531,6 +531,31 @@ def _checkpoint_with_decoder(tmp_path, gene_weight: float, start_weight: float) 
     return dest
 
 
+def test_probabilities_reach_the_decoder_only_when_it_weighs_them(example_fasta, tmp_path,
+                                                                   monkeypatch):
+    """The tracks need 3 summed columns; the [L, 17] probabilities are handed to the gene
+    decoder only when its weights read them (else they are not kept: memory)."""
+    pytest.importorskip("pyaragorn")
+    pytest.importorskip("pybarrnap")
+    from genoctx.heads import annotate as ann
+
+    seen = []
+    real = ann.call_bacterial
+
+    def spy(records, probs=None, **kwargs):
+        seen.append(probs)
+        return real(records, probs, **kwargs)
+
+    monkeypatch.setattr(ann, "call_bacterial", spy)
+    for weight in (0.0, 0.25):
+        result = ann.annotate_fasta(example_fasta, model=_checkpoint_with_decoder(tmp_path, weight, 0.0),
+                                    quiet=True, need_tracks=True)
+        assert set(result.tracks[0]) == set(ann.TRACKS) and result.genes
+    assert seen[0] is None
+    (name,) = seen[1]
+    assert seen[1][name].shape == (len(example_fasta.read_text().split("\n", 1)[1].replace("\n", "")), 17)
+
+
 def test_model_runs_only_when_its_output_is_used(example_fasta, tmp_path, monkeypatch):
     """With decoder weights that ignore the head and RNA genes from the sequence finders, genes
     do not need the model: without tracks it is not run, and the genes are the same. With weight
