@@ -63,6 +63,38 @@ def test_several_records_with_any_names_and_empty_ones(ecoli_slice):
     assert sum(r.contig == "a b|c2" for r in found) == 1
 
 
+def _rrna_key(calls):
+    return [(r.contig, r.start, r.end, r.strand, r.attrs["product"], r.attrs.get("partial"))
+            for r in calls]
+
+
+def test_prefilter_finds_the_rrna_genes_of_a_search_over_every_base(ecoli_slice):
+    """Barrnap over the prefilter's stretches (E-value cutoff scaled to the whole input) makes
+    the calls of barrnap over every base: on the slice, and on it cut into 5-kb contigs, where
+    contig ends cut the operon's genes into partial ones."""
+    contig, seq, _ = ecoli_slice
+    cut = [(f"c{a}", seq[a:a + 5000]) for a in range(0, len(seq), 5000)]
+    for recs in ([(contig, seq)], cut):
+        quick = rna_genes.find_rrna(recs)
+        full = rna_genes.find_rrna(recs, prefilter=False)
+        assert _rrna_key(quick) == _rrna_key(full) and len(full) >= 3
+    assert any(r.attrs.get("partial") for r in rna_genes.find_rrna(cut))
+    spans = rna_genes.rrna_regions([(contig, rna_genes.finder_sequence(seq))])
+    searched = sum(hi - lo for _, lo, hi in spans)
+    assert spans and searched < len(seq) / 4  # the operon and its flanks, not the slice
+
+
+def test_prefilter_regions_hold_the_genes_and_skip_sequence_without_them(ecoli_slice):
+    """A stretch opens around each 16S/23S seed cluster and 5S hit, widened by the flank and
+    clipped to the record; a record of coding sequence only gets none (and no calls)."""
+    _, seq, _ = ecoli_slice
+    operon = seq[223_000:230_000]
+    recs = [("plain", seq[:20_000]), ("operon", operon), ("rc", _revcomp(operon))]
+    spans = rna_genes.rrna_regions([(c, rna_genes.finder_sequence(s)) for c, s in recs])
+    assert [(i, lo, hi) for i, lo, hi in spans] == [(1, 0, len(operon)), (2, 0, len(operon))]
+    assert rna_genes.find_rrna([("plain", seq[:20_000])]) == []
+
+
 def test_cds_calls_inside_rna_genes_are_dropped():
     rnas = [RNACall("c", 1000, 2500, 1, "rRNA", float("nan"))]
     genes = [GeneCall("c", 900, 1029, -1, 0.5, "ATG"),     # 29 bp overlap: kept

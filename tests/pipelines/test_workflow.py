@@ -241,23 +241,20 @@ def test_locus_tag_numbers_the_merged_genome_across_its_shards(results):
     assert all("locus_tag=" not in r[8] for r in rows)
 
 
-def test_repeated_locus_tags_fail_before_running(workdir, data_root, tmp_path):
+@pytest.mark.parametrize(("column", "values", "messages"), [
+    ("locus_tag", ("YP", "YP"), ("locus tag(s) repeated",)),  # pooled IDs would collide
+    ("closed", ("maybe", "Yes"), ("maybe", "closed")),        # not yes/no/true/false
+])
+def test_bad_sample_sheet_column_fails_before_running(workdir, data_root, tmp_path, column,
+                                                      values, messages):
     sheet = tmp_path / "samples.tsv"
     fasta = "examples/Yersinia_pestis_pPCP1_NC_005816.fna"
-    sheet.write_text(f"sample\tfasta\tlocus_tag\na\t{fasta}\tYP\nb\t{fasta}\tYP\n")
-    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
-                               f"samples={sheet}"], workdir, data_root)
-    assert res.returncode != 0 and "locus tag(s) repeated" in res.stdout + res.stderr
-
-
-def test_bad_closed_value_fails_before_running(workdir, data_root, tmp_path):
-    sheet = tmp_path / "samples.tsv"
-    fasta = "examples/Yersinia_pestis_pPCP1_NC_005816.fna"
-    sheet.write_text(f"sample\tfasta\tclosed\na\t{fasta}\tmaybe\nb\t{fasta}\tYes\n")
+    sheet.write_text(f"sample\tfasta\t{column}\na\t{fasta}\t{values[0]}\n"
+                     f"b\t{fasta}\t{values[1]}\n")
     res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
                                f"samples={sheet}"], workdir, data_root)
     out = res.stdout + res.stderr
-    assert res.returncode != 0 and "maybe" in out and "closed" in out
+    assert res.returncode != 0 and all(m in out for m in messages)
 
 
 @pytest.mark.slow
