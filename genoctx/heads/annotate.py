@@ -96,6 +96,14 @@ def decoder_params(model_dir: Path | None) -> DecoderParams:
     return dataclasses.replace(params, gene_weights=tuple(gw), start_weights=tuple(sw))
 
 
+def _by_contig(items) -> dict[str, list]:
+    """``items`` (anything with ``.contig``) grouped by contig, each group in input order."""
+    out: dict[str, list] = {}
+    for x in items:
+        out.setdefault(x.contig, []).append(x)
+    return out
+
+
 def _uses_head(params: DecoderParams) -> bool:
     """Whether these decoder settings give the head's probabilities any weight."""
     from genoctx.heads.decoder import FEATURES, START_PARTS
@@ -238,8 +246,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         with status("decoding spliced genes", quiet):
             spliced = decode_many(records, probs)
         out = []
+        by_record = _by_contig(spliced)
         for name, t in zip(names, targets):
-            out += _shift_spliced([g for g in spliced if g.contig == name], t.contig, t.start)
+            out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
     if closed:  # only a sequence's own ends are closed: genes run on past a region's edges
         closed = {name: (t.start == 0, t.end == lengths[t.contig])
@@ -256,11 +265,12 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                                           rna=rna if use_tools else "none", procedure=procedure,
                                           workers=workers, closed=closed)
     out_genes, out_rnas = [], []
+    genes_of, rnas_of = _by_contig(genes), _by_contig(found or [])  # one pass: many contigs
     for name, t in zip(names, targets):
-        mine = [dataclasses.replace(g, contig=t.contig) for g in genes if g.contig == name]
+        mine = [dataclasses.replace(g, contig=t.contig) for g in genes_of.get(name, [])]
         out_genes += _shift(mine, t)
         if use_tools:
-            rn = [r for r in found if r.contig == name]
+            rn = rnas_of.get(name, [])
         elif rna != "none" and name in probs:  # auto without the finders, or model
             rn = call_rnas(probs[name], contig=name)
         else:

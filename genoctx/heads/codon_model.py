@@ -47,7 +47,7 @@ def kmer_index(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def codon_sum(base_scores_QL: np.ndarray, frame: int) -> np.ndarray:
     """Per-codon sum of per-base scores of ``frame``: codon i takes base q of row q, shape [C]."""
-    n = (base_scores_QL.shape[1] - frame) // 3
+    n = max((base_scores_QL.shape[1] - frame) // 3, 0)  # a record shorter than the frame: none
     out = np.zeros(n, dtype=np.float64)
     for q in range(3):
         out += base_scores_QL[q, frame + q: frame + q + 3 * n: 3][:n]
@@ -167,7 +167,7 @@ def length_factor(num_codons: np.ndarray, gc: float, ref: float = 80.0,
     log((1 - q**n) / q**n) measures how surprising the length is (Prodigal's length factor).
     Beyond ``linear_from`` codons it grows linearly, so very long genes do not dominate.
     """
-    q = 1.0 - stop_probability(gc, table)
+    q = 1.0 - max(stop_probability(gc, table), 1e-9)  # all-G+C input: no stop codon at all
 
     def lo(n):
         return np.log1p(-q ** n) - n * np.log(q)

@@ -86,8 +86,11 @@ def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) 
                 kind = "tRNA"
                 aa = g.amino_acid or "Xxx"
                 product = f"tRNA-{aa}" + (f"({g.anticodon})" if g.anticodon else "")
-            out.append(RNACall(contig, lo, hi, 1 if g.strand > 0 else -1, kind, math.nan,
-                               {"product": product, "inference": f"ARAGORN:{version}".rstrip(":")}))
+            attrs = {"product": product, "inference": f"ARAGORN:{version}".rstrip(":")}
+            if lo < 0 or hi > len(seq):  # ARAGORN reports a gene cut by the contig end whole
+                lo, hi = max(lo, 0), min(hi, len(seq))
+                attrs["partial"] = "true"
+            out.append(RNACall(contig, lo, hi, 1 if g.strand > 0 else -1, kind, math.nan, attrs))
     return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
 
 

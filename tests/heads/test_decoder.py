@@ -155,6 +155,25 @@ def test_closed_ends_close_only_the_named_ends(ecoli):
         assert all(g.end > 60_000 - 3 for g, (_, last) in zip(calls, ends) if last)
 
 
+def test_records_too_short_for_any_gene_decode_to_none(ecoli):
+    """Records of 1-59 bp (shorter than a codon's frame offset, or than any gene) and records
+    with no stop codon at all (all G+C) give no genes and no error or warning, alone under meta
+    or beside a genome under single (a 1-bp record used to stop annotate with a numpy error)."""
+    import warnings
+
+    _, seq, _ = ecoli
+    tiny = [seq[300_000:300_000 + n].encode() for n in (1, 2, 3, 5, 59)] + [b"GC" * 100]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for s in tiny:
+            assert call_genes_multi([("t", s)], procedure="meta") == []
+        big = [("big", seq[:200_000].encode())]
+        alone = call_genes_multi(big, procedure="single")
+        mixed = call_genes_multi(big + [(f"t{i}", s) for i, s in enumerate(tiny)],
+                                 procedure="single")
+    assert {g.contig for g in mixed} == {"big"} and len(mixed) == len(alone) > 100
+
+
 def test_reverse_complement_symmetry(ecoli):
     _, seq, _ = ecoli
     fwd = seq[:120_000]

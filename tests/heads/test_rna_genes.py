@@ -55,6 +55,28 @@ def test_reverse_complement_gives_the_mirrored_genes(ecoli_slice):
         assert a[0] == b[0] and a[3] == b[3] and abs(a[1] - b[1]) <= 3 and abs(a[2] - b[2]) <= 3
 
 
+def test_trna_cut_by_a_contig_end_is_kept_inside_it_and_marked_partial(ecoli_slice, tmp_path,
+                                                                       cli):
+    """ARAGORN reports a tRNA that a linear contig cuts by one base whole, starting before the
+    contig (tRNA-Ala of rrnH at 225,499-225,575); it comes out clipped and partial, and
+    `genoctx annotate` writes it (it used to stop with "interval -1-75 lies outside contig")."""
+    _, seq, _ = ecoli_slice
+    part = seq[225_500:226_000]
+    (trna,) = rna_genes.find_trna([("c", part)])
+    assert (trna.start, trna.end, trna.strand) == (0, 75, 1)
+    assert trna.attrs["partial"] == "true" and trna.attrs["product"] == "tRNA-Ala(tgc)"
+    whole = rna_genes.find_trna([("c", seq[225_000:226_000])])
+    assert [r for r in whole if r.attrs["product"] == "tRNA-Ala(tgc)"][0].end - 500 == 75
+    fasta = tmp_path / "cut.fa"
+    fasta.write_bytes(b">c\n" + part + b"\n")
+    code, _, err = cli(["annotate", fasta, "--model", "none", "--formats", "gff3", "--out",
+                        tmp_path / "cut", "--quiet"])
+    assert code == 0, err
+    rows = [ln.split("\t") for ln in (tmp_path / "cut.gff3").read_text().splitlines()
+            if "\ttRNA\t" in ln]
+    assert [(r[3], r[4]) for r in rows] == [("1", "75")] and "partial=true" in rows[0][8]
+
+
 def test_several_records_with_any_names_and_empty_ones(ecoli_slice):
     _, seq, _ = ecoli_slice
     recs = [("a b|c", seq[223_000:230_000]), ("empty", b""), ("a b|c2", seq[236_000:238_000])]
