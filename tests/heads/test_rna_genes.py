@@ -66,7 +66,7 @@ def test_trna_cut_by_a_contig_end_is_kept_inside_it_and_marked_partial(ecoli_sli
     assert (trna.start, trna.end, trna.strand) == (0, 75, 1)
     assert trna.attrs["partial"] == "true" and trna.attrs["product"] == "tRNA-Ala(tgc)"
     whole = rna_genes.find_trna([("c", seq[225_000:226_000])])
-    assert [r for r in whole if r.attrs["product"] == "tRNA-Ala(tgc)"][0].end - 500 == 75
+    assert next(r for r in whole if r.attrs["product"] == "tRNA-Ala(tgc)").end - 500 == 75
     fasta = tmp_path / "cut.fa"
     fasta.write_bytes(b">c\n" + part + b"\n")
     code, _, err = cli(["annotate", fasta, "--model", "none", "--formats", "gff3", "--out",
