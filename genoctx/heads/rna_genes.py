@@ -98,7 +98,7 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
               prefilter: bool = True) -> list[RNACall]:
     """5S/16S/23S rRNA genes of every record (barrnap profiles), 0-based half-open, sorted.
 
-    Partial hits (barrnap's ``note=aligned only ...``) are kept and marked ``partial=true``.
+    Partial hits (barrnap's ``Note=aligned only ...``) are kept and marked ``partial=true``.
     With ``prefilter`` (kingdom ``bac``) barrnap searches only :func:`rrna_regions`, the
     stretches that can hold an rRNA gene, instead of every base, with its E-value cutoff scaled
     to the whole input; see that function.
