@@ -35,6 +35,14 @@ def machine() -> str:
             f"torch {torch.__version__}")
 
 
+def section_head(title: str, script: str, argv: list[str] | None = None) -> str:
+    """A section's title, the command that reruns it (``python benchmarks/NAME.py ARGS``, the
+    arguments from ``argv`` or the command line) and the machine, each its own paragraph."""
+    args = sys.argv[1:] if argv is None else argv
+    cmd = f"python benchmarks/{Path(script).name}" + "".join(f" {a}" for a in args)
+    return f"## {title}\n\nCommand: `{cmd}`\n\nMachine: {machine()}\n\n"
+
+
 def write_section(name: str, body: str, doc: Path = DOC) -> None:
     """Replace (or append) the section ``name`` of the benchmarks document."""
     text = doc.read_text() if doc.exists() else HEADER

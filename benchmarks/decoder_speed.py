@@ -85,7 +85,7 @@ def main(argv=None) -> None:
     if args.worker:
         return _worker(args)
 
-    from _report import machine, md_table, write_section
+    from _report import md_table, section_head, write_section
 
     codes = [REPO] + [Path(c).resolve() for c in args.code]
     runs: dict[Path, list[dict]] = {c: [] for c in codes}
@@ -122,12 +122,9 @@ def main(argv=None) -> None:
     print(table)
     print("same calls in every run and checkout" if same else "CALLS DIFFER")
     if not args.no_write:
-        cmd = "python benchmarks/decoder_speed.py" + "".join(
-            f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
         write_section("decoder-speed", (
-            "## Gene decoder alone: whole genome and 10-kb contigs\n\n"
-            f"Command: `{cmd}`\n\nMachine: {machine()}\n\n"
-            f"Genome {args.genome} (train; only timed). `single`: the whole genome, "
+            section_head("Gene decoder alone: whole genome and 10-kb contigs", __file__, argv)
+            + f"Genome {args.genome} (train; only timed). `single`: the whole genome, "
             f"self-trained; `meta`: {args.contigs} contigs of 10 kb, each from the best model "
             "of the bank; one process, no model, no RNA finders. "
             f"{args.repeats} repeats, each in a fresh process, checkouts alternating. "

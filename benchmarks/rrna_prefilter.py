@@ -56,7 +56,7 @@ def main(argv=None) -> None:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
 
-    from _report import machine, md_table, write_section
+    from _report import md_table, section_head, write_section
 
     from genoctx.heads.rna_genes import find_rrna, finder_sequence, rrna_regions
     from genoctx.io.dataroot import load_manifest, resolve_data_root
@@ -89,12 +89,10 @@ def main(argv=None) -> None:
                      rows)
     print(table)
     if not args.no_write:
-        cmd = "python benchmarks/rrna_prefilter.py" + "".join(
-            f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
         write_section("rrna-prefilter", (
-            "## rRNA genes: barrnap over the prefilter's stretches against every base\n\n"
-            f"Command: `{cmd}`\n\nMachine: {machine()}\n\n"
-            "`find_rrna` with its prefilter (clusters of 12-mers shared with the 16S/23S "
+            section_head("rRNA genes: barrnap over the prefilter's stretches against every "
+                         "base", __file__, argv)
+            + "`find_rrna` with its prefilter (clusters of 12-mers shared with the 16S/23S "
             "profile consensus, and 5S profile hits at E ≤ 10, each widened by 8 kb; the E-value "
             "cutoff scaled by the share searched) against `prefilter=False` (barrnap over every "
             "base), alternating. Calls compared on contig, start, end, strand, product and "
