@@ -1,19 +1,22 @@
 """What the gene decoder alone costs: gene calls from the sequence, no model, no RNA finders.
 
-Two cases on one genome (default: E. coli K-12, a train genome; nothing is scored, only timed):
+Three cases on one genome (default: E. coli K-12, a train genome; nothing is scored, only timed):
 
 * ``single`` — the whole genome, statistics self-trained on it (``call_genes_multi(...,
   procedure="single")``, what ``genoctx annotate --model none`` runs before the RNA finders);
 * ``meta`` — ``--contigs`` contigs of 10 kb spread over the genome, each decoded on its own
-  from the best model of the shipped bank, one process (``procedure="meta"``).
+  from the best model of the shipped bank, one process (``procedure="meta"``);
+* ``draft`` — the genome's longest record cut into contigs of ``--draft-size`` bases (a
+  fragmented draft assembly or a MAG), statistics self-trained on all of them together
+  (``procedure="single"``): what costs per contig rather than per base shows here.
 
 Each repeat runs in a fresh process. ``--code DIR ...`` times other checkouts of genoctx too (a
 ``git worktree`` of an older commit, say), alternating with this one repeat by repeat so that
 both see the same load on a shared machine, and checks that every checkout makes the same
 calls (a digest of contig, start, end, strand, score, start codon and partial flags).
 
-Run: ``python benchmarks/decoder_speed.py [--genome NAME] [--contigs 100] [--repeats 3]
-[--code DIR ...] [--no-write]`` (writes the ``decoder-speed`` section of docs/benchmarks.md).
+Run: ``python benchmarks/decoder_speed.py [--genome NAME] [--contigs 100] [--draft-size 5000]
+[--repeats 3] [--code DIR ...] [--no-write]`` (writes the ``decoder-speed`` section of docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import time
 
 REPO = _HERE.parent
 SIZE = 10_000
+CASES = ("single", "meta", "draft")
 
 
 def _worker(args) -> None:
@@ -52,8 +56,10 @@ def _worker(args) -> None:
     step = max(SIZE, len(seq) // args.contigs)
     contigs = [(f"c{i}", seq[i * step:i * step + SIZE]) for i in range(args.contigs)
                if i * step + SIZE <= len(seq)]
+    draft = [(f"d{i}", seq[i:i + args.draft_size]) for i in range(0, len(seq), args.draft_size)]
     out = {"genoctx": str(Path(genoctx.__file__).resolve().parent.parent)}
-    for case, recs, procedure in (("single", records, "single"), ("meta", contigs, "meta")):
+    for case, recs, procedure in (("single", records, "single"), ("meta", contigs, "meta"),
+                                  ("draft", draft, "single")):
         t, c = time.perf_counter(), time.process_time()
         calls = call_genes_multi(recs, procedure=procedure, workers=1)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
@@ -76,6 +82,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--genome", default="Escherichia_coli_K12_MG1655")
     ap.add_argument("--contigs", type=int, default=100, help="10-kb contigs of the meta case")
+    ap.add_argument("--draft-size", type=int, default=5000, help="contig size of the draft case")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--code", nargs="*", default=[], help="other genoctx checkouts to time")
     ap.add_argument("--data-root", default=None)
@@ -89,7 +96,8 @@ def main(argv=None) -> None:
 
     codes = [REPO] + [Path(c).resolve() for c in args.code]
     runs: dict[Path, list[dict]] = {c: [] for c in codes}
-    forward = [a for a in ("--genome", args.genome, "--contigs", str(args.contigs))]
+    forward = ["--genome", args.genome, "--contigs", str(args.contigs),
+               "--draft-size", str(args.draft_size)]
     if args.data_root:
         forward += ["--data-root", args.data_root]
     for r in range(args.repeats):
@@ -107,7 +115,7 @@ def main(argv=None) -> None:
                 f"{k} {v[0]:.2f} s" for k, v in result.items() if k != "genoctx"), flush=True)
     rows, digests = [], {}
     for code in codes:
-        for case in ("single", "meta"):
+        for case in CASES:
             walls = [x[case][0] for x in runs[code]]
             cpus = [x[case][1] for x in runs[code]]
             first = runs[code][0][case]
@@ -123,10 +131,13 @@ def main(argv=None) -> None:
     print("same calls in every run and checkout" if same else "CALLS DIFFER")
     if not args.no_write:
         write_section("decoder-speed", (
-            section_head("Gene decoder alone: whole genome and 10-kb contigs", __file__, argv)
+            section_head("Gene decoder alone: whole genome, 10-kb contigs, a fragmented draft",
+                         __file__, argv)
             + f"Genome {args.genome} (train; only timed). `single`: the whole genome, "
             f"self-trained; `meta`: {args.contigs} contigs of 10 kb, each from the best model "
-            "of the bank; one process, no model, no RNA finders. "
+            f"of the bank; `draft`: the longest record cut into {args.draft_size:,}-bp "
+            "contigs, self-trained on all of them together; one process, no model, no RNA "
+            "finders. "
             f"{args.repeats} repeats, each in a fresh process, checkouts alternating. "
             + ("Every run of every checkout made the same calls (digest column)."
                if same else "**The checkouts' calls differ.**") + "\n\n" + table + "\n"))

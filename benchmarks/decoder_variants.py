@@ -18,6 +18,8 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
 * ``inner=M`` — an inner start also enters the programme with its own gene log-odds (the coding
   it gives up to a longer start not counted) less M nats, capped 1 nat below its ORF's best
   start: calls a shorter gene when every better start is blocked by a neighbour;
+* ``start_thresh=X`` — train the start model only on chosen genes whose coding part is at
+  least X nats (Prodigal trains its starts on ORFs scoring ≥ 35);
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -87,6 +89,7 @@ class VariantDecoder(dec.GenomeDecoder):
             return choice, dp, credit
         s = self.strands[si]
         gene, parts = self.features(si)
+        gene = gene.copy()  # the decoder's cached features are read-only
         c = s.coding()
         lf = dec.LENGTH_WEIGHT * cm.length_factor((s.cand.end - s.cand.start) / 3.0, self.gc)
         c = np.where((lf > 3.0) & (c < 0.5 * lf), 0.5 * lf, c) + lf
@@ -112,6 +115,14 @@ class VariantDecoder(dec.GenomeDecoder):
                               dec._best_per_orf(s.cand, dp, k))
             per_strand.append((keep, dp[keep], credit[keep]))
         return self._decode(per_strand, dec.LINK_WEIGHT)
+
+    start_thresh: float | None = None
+
+    def fit_starts(self, chosen):
+        if self.start_thresh is not None:
+            chosen = [c[self.coding_part(si)[c] >= self.start_thresh]
+                      for si, c in enumerate(chosen)]
+        super().fit_starts(chosen)
 
     def fit_coding(self, chosen):
         super().fit_coding(chosen)
@@ -160,6 +171,8 @@ def main(argv=None) -> None:
         dec.fit_dicodon = prodigal_exact  # the name GenomeDecoder.fit_coding calls
     VariantDecoder.freeze_after_seed = opts.get("seedpair") == "1"
     VariantDecoder.inner = float(opts["inner"]) if "inner" in opts else None
+    VariantDecoder.start_thresh = (float(opts["start_thresh"]) if "start_thresh" in opts
+                                   else None)
     root = resolve_data_root(None)
     manifest = load_manifest(root)
     sums = np.zeros(len(COLS))

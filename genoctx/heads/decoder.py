@@ -69,6 +69,7 @@ from genoctx.heads.start_model import (
     pwm_bases,
     rbs_classes,
     rbs_presence,
+    rbs_presence_many,
     train_start_model,
 )
 
@@ -160,6 +161,9 @@ class _Strand:
     starts: StartTable
     neural_codon: list[np.ndarray] | None = None  # per frame, [C]
     cum: list[np.ndarray] = field(default_factory=list)  # per frame cumulative codon score
+    # [n], bumped whenever the codon scores change; shared by a decoder's strands, whose caches
+    # key on it
+    clock: list[int] = field(default_factory=lambda: [0])
 
     @property
     def length(self) -> int:
@@ -184,6 +188,55 @@ class _Strand:
 
     def set_codon_scores(self, per_frame: list[np.ndarray]) -> None:
         self.cum = [np.concatenate([[0.0], np.cumsum(s)]) for s in per_frame]
+        self.clock[0] += 1
+
+    def neural(self) -> np.ndarray:
+        """The head's in-frame evidence summed over each candidate's codons (0 without it), [N]."""
+        out = np.zeros(len(self.cand))
+        if self.neural_codon is not None:
+            for f in range(3):
+                m = self.cand.frame == f
+                c = np.concatenate([[0.0], np.cumsum(self.neural_codon[f])])
+                out[m] = c[self.cand.k[m]] - c[self.cand.j[m]]
+        return out
+
+
+@dataclass
+class _AllStrands:
+    """Every strand's candidates end to end, so that per-candidate scoring runs once per genome
+    rather than once per strand (a draft assembly has thousands of strands).
+
+    Strand ``i`` owns rows ``off[i]:off[i + 1]``. Its start and end coordinates are shifted by
+    the lengths of the strands before it (plus one each), so ORF keys (ends) stay distinct and
+    sorted across strands while every length stays as it was.
+    """
+
+    off: np.ndarray          # [S + 1] row offsets
+    cand: Candidates         # [N] all candidates, coordinates shifted
+    starts: StartTable       # [N] start features, ORF keys shifted
+    partial: np.ndarray      # [N] bool, either end runs off an open edge
+    neural: np.ndarray       # [N] the head's summed evidence (0 without it)
+
+    @staticmethod
+    def build(strands: list[_Strand]) -> _AllStrands:
+        sizes = [len(s.cand) for s in strands]
+        off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        shift = np.concatenate([[0], np.cumsum([s.length + 1 for s in strands])[:-1]])
+        shift_N = np.repeat(shift.astype(np.int64), sizes)
+        fields = {f: np.concatenate([getattr(s.cand, f) for s in strands])
+                  for f in Candidates.__dataclass_fields__}
+        fields["start"] = fields["start"] + shift_N
+        fields["end"] = fields["end"] + shift_N
+        cand = Candidates(**fields)
+        starts = StartTable(cand.stype, np.concatenate([s.starts.pres_NR for s in strands]),
+                            np.concatenate([s.starts.bases_NP for s in strands]), cand.orf)
+        neural = np.concatenate([s.neural() for s in strands])
+        return _AllStrands(off, cand, starts, cand.partial5 | cand.partial3, neural)
+
+    def split(self, idx: np.ndarray) -> list[np.ndarray]:
+        """Sorted row indices of all strands → each strand's own candidate indices."""
+        cut = np.searchsorted(idx, self.off)
+        return [idx[a:b] - o for a, b, o in zip(cut[:-1], cut[1:], self.off[:-1])]
 
 
 def _neural_codon_scores(probs_LC: np.ndarray, clip: float) -> list[np.ndarray]:
@@ -211,13 +264,15 @@ def closed_ends(closed: bool | Mapping[str, tuple[bool, bool]], contig: str) -> 
 
 
 def _make_strand(contig: str, x: np.ndarray, strand: int, probs_LC: np.ndarray | None,
-                 params: DecoderParams, closed: tuple[bool, bool]) -> _Strand:
-    """One strand; ``closed`` = (5' end, 3' end) of ``x`` closed (see :func:`closed_ends`)."""
+                 params: DecoderParams, closed: tuple[bool, bool], rbs: bool = True) -> _Strand:
+    """One strand; ``closed`` = (5' end, 3' end) of ``x`` closed (see :func:`closed_ends`).
+    With ``rbs=False`` the RBS classes present are left for the caller to fill in
+    (:func:`genoctx.heads.start_model.rbs_presence_many`)."""
     cand = find_candidates(x, closed=closed, table=params.translation_table, min_len=params.min_len,
                            min_edge_len=params.min_edge_len)
     kidx, valid = kmer_index(x)
-    table = StartTable(cand.stype, rbs_presence(motif_hits(x), cand.start),
-                       pwm_bases(x, cand.start), cand.orf)
+    pres = rbs_presence(motif_hits(x), cand.start) if rbs else None
+    table = StartTable(cand.stype, pres, pwm_bases(x, cand.start), cand.orf)
     s = _Strand(contig, strand, x, cand, kidx, valid, table)
     if probs_LC is not None:
         s.neural_codon = _neural_codon_scores(probs_LC, params.neural_clip)
@@ -424,10 +479,15 @@ class GenomeDecoder:
             x = encode(seq)
             p = _check_probs(probs.get(contig) if probs else None, len(x), contig)
             first, last = closed_ends(closed, contig)
-            self.strands.append(_make_strand(contig, x, 1, p, params, (first, last)))
+            self.strands.append(_make_strand(contig, x, 1, p, params, (first, last), rbs=False))
             p_rc = None if p is None else p[::-1][:, list(RC_PERMUTATION)]
             self.strands.append(_make_strand(contig, revcomp_codes(x), -1, p_rc, params,
-                                             (last, first)))
+                                             (last, first), rbs=False))
+        pres = rbs_presence_many([s.x for s in self.strands], [s.cand.start for s in self.strands])
+        self._clock = [0]  # codon-score changes of any strand (see _Strand.clock)
+        for s, p_NR in zip(self.strands, pres):
+            s.starts = StartTable(s.starts.stype, p_NR, s.starts.bases_NP, s.starts.orf)
+            s.clock = self._clock
         self.background = sum(background_counts(s.kidx, s.valid) for s in self.strands)
         counts = sum(np.bincount(s.x, minlength=5)[:4] for s in self.strands[::2])
         self.gc = float(counts[1:3].sum() / max(counts.sum(), 1))
@@ -436,6 +496,8 @@ class GenomeDecoder:
         self.pair_llr: np.ndarray | None = None
         self.orf_adjust: list[np.ndarray] | None = None  # per strand, [N]: the ORF scorer's term
         self.prior_model = None  # meta: the bank model self-trained statistics shrink towards
+        self._all: _AllStrands | None = None  # built on first use
+        self._cache: dict[str, tuple] = {}    # name → (key, values); see _cached
 
     def _prior(self) -> StartCounts | None:
         """The universal start prior, or None when there is none in this start-model layout."""
@@ -519,13 +581,12 @@ class GenomeDecoder:
 
     def fit_starts(self, chosen: list[np.ndarray]) -> None:
         """Self-train the start model on the ORFs of the chosen genes (their starts may move)."""
-        tables, coding, train = [], [], []
-        for si, (s, c) in enumerate(zip(self.strands, chosen)):
-            tables.append(s.starts)
-            coding.append(self.coding_part(si))
-            train.append(np.isin(s.cand.orf, s.cand.orf[c]))
+        a = self.all_strands()
+        rows = np.concatenate([c + o for c, o in zip(chosen, a.off[:-1].tolist())])
+        train = np.isin(a.cand.orf, a.cand.orf[rows])
         sw = self.params.start_weights
-        self.start_model = train_start_model(tables, coding, train, sw[START_PARTS.index("type")],
+        self.start_model = train_start_model([a.starts], [self._coding_part_all()], [train],
+                                             sw[START_PARTS.index("type")],
                                              strength=self.params.start_prior_strength,
                                              prior=self._prior())
         if self.prior_model is not None:
@@ -538,55 +599,106 @@ class GenomeDecoder:
         s = self.strands[si]
         return coding_part(s.cand, s.coding(), self.gc, self.params.translation_table)
 
-    def features(self, si: int) -> tuple[np.ndarray, np.ndarray]:
-        """Gene features [N, len(FEATURES)] and start-choice parts [N, len(START_PARTS)]."""
-        s = self.strands[si]
-        cod = s.coding()
-        length = s.cand.end - s.cand.start
+    # -- per-candidate scores, computed for all strands at once and cached -------------------
+    def all_strands(self) -> _AllStrands:
+        """All strands' candidates end to end (built once)."""
+        if self._all is None:
+            self._all = _AllStrands.build(self.strands)
+        return self._all
+
+    def _cached(self, name: str, key: tuple, compute):
+        """``compute()``, reused while ``key`` holds the same versions and objects. The values
+        are made read-only: callers get views into them."""
+        hit = self._cache.get(name)
+        if hit is not None and len(hit[0]) == len(key) and all(
+                a is b or (isinstance(a, int) and a == b) for a, b in zip(hit[0], key)):
+            return hit[1]
+        values = compute()
+        for v in values:
+            v.setflags(write=False)
+        self._cache[name] = (key, values)
+        return values
+
+    def _coding_key(self) -> tuple:
+        return (self._clock[0], self.params)
+
+    def _coding_all(self) -> tuple[np.ndarray]:
+        return self._cached("coding", self._coding_key(), lambda: (
+            np.concatenate([s.coding() for s in self.strands]),))
+
+    def _coding_part_all(self) -> np.ndarray:
+        a = self.all_strands()
+        return self._cached("coding_part", self._coding_key(), lambda: (coding_part(
+            a.cand, self._coding_all()[0], self.gc, self.params.translation_table),))[0]
+
+    def _features_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`features` of every candidate of every strand, [N, F] and [N, P]."""
+        return self._cached("features", (*self._coding_key(), self.start_model),
+                            self._compute_features)
+
+    def _compute_features(self) -> tuple[np.ndarray, np.ndarray]:
+        a = self.all_strands()
+        cand = a.cand
+        cod = self._coding_all()[0]
+        length = cand.end - cand.start
         ncod = np.maximum(length // 3, 1)
-        rbs = rbs_classes(s.starts.pres_NR, s.cand.start, self.start_model.rbs_llr)
-        st_N3 = self.start_model.features(s.cand.stype, rbs, s.starts.bases_NP)
-        partial = (s.cand.partial5 | s.cand.partial3)
-        st_N3 = np.where(partial[:, None], st_N3, short_gene_scale(st_N3, length))
-        neural = np.zeros(len(s.cand))
-        if s.neural_codon is not None:
-            for f in range(3):
-                m = s.cand.frame == f
-                c = np.concatenate([[0.0], np.cumsum(s.neural_codon[f])])
-                neural[m] = c[s.cand.k[m]] - c[s.cand.j[m]]
-        cpart = coding_part(s.cand, cod, self.gc, self.params.translation_table)
+        rbs = rbs_classes(a.starts.pres_NR, cand.start, self.start_model.rbs_llr)
+        st_N3 = self.start_model.features(cand.stype, rbs, a.starts.bases_NP)
+        st_N3 = np.where(a.partial[:, None], st_N3, short_gene_scale(st_N3, length))
+        neural = a.neural
+        cpart = self._coding_part_all()
         parts = np.column_stack([cpart, st_N3, neural])
         sw = np.asarray(self.params.start_weights)
         start = st_N3 @ sw[1:4] / sw[START_PARTS.index("type")]  # in units of codon-type LLR
-        partial = partial.astype(np.float64)
+        partial = a.partial.astype(np.float64)
         # the head's evidence counts wherever the coding part does (weighted as in start choice)
         coding = cpart + sw[START_PARTS.index("neural")] * neural
         gene = np.column_stack([coding, cod / ncod, start, np.log(ncod * 3.0), partial,
                                 neural / ncod])
         return gene, parts
 
-    def scores(self, si: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Start-choice score, DP score and operon credit of every candidate of strand ``si``.
+    def _scores_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`scores` of every candidate of every strand, [N] each."""
+        return self._cached("scores", (*self._coding_key(), self.start_model, self.orf_adjust),
+                            self._compute_scores)
 
-        The DP score is the gene log-odds of the candidate's ORF (features at the ORF's best
-        start) plus the log-probability ratio of this start to the best one. The credit is what
-        a start gets back when it overlaps its operon partner's stop codon: its negative RBS
-        and upstream-composition evidence, weighted as in start choice.
-        """
-        gene, parts = self.features(si)
+    def _compute_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        gene, parts = self._features_all()
         wg = np.asarray(self.params.gene_weights)
         sw = np.asarray(self.params.start_weights)
         choice = parts @ sw
         logit = gene @ wg[:-1] + wg[-1]
         if self.orf_adjust is not None:
-            logit = logit + self.orf_adjust[si]
-        cand = self.strands[si].cand
+            logit = logit + np.concatenate(self.orf_adjust)
+        cand = self.all_strands().cand
         best = _best_per_orf(cand, choice, 1)
         _, grp = np.unique(cand.orf, return_inverse=True)  # candidates are sorted by ORF
         b = best[grp]
         cols = [START_PARTS.index("rbs"), START_PARTS.index("composition")]
         credit = -np.minimum(parts[:, cols] * sw[cols], 0.0).sum(axis=1)
         return choice, logit[b] + (choice - choice[b]), credit
+
+    def _rows(self, si: int) -> slice:
+        off = self.all_strands().off
+        return slice(int(off[si]), int(off[si + 1]))
+
+    def features(self, si: int) -> tuple[np.ndarray, np.ndarray]:
+        """Gene features [N, len(FEATURES)] and start-choice parts [N, len(START_PARTS)] of
+        strand ``si``'s candidates (read-only)."""
+        r = self._rows(si)
+        return tuple(v[r] for v in self._features_all())
+
+    def scores(self, si: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start-choice score, DP score and operon credit of every candidate of strand ``si``
+        (read-only).
+
+        The DP score is the gene log-odds of the candidate's ORF (features at the ORF's best
+        start) plus the log-probability ratio of this start to the best one. The credit is what
+        a start gets back when it overlaps its operon partner's stop codon: its negative RBS
+        and upstream-composition evidence, weighted as in start choice.
+        """
+        r = self._rows(si)
+        return tuple(v[r] for v in self._scores_all())
 
     def orf_table(self, si: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each ORF of strand ``si`` at its best start: candidate indices [O], gene log-odds
@@ -626,9 +738,11 @@ class GenomeDecoder:
         """:meth:`decode`, and the sum of the DP scores of the genes it chose (how well the
         current models explain the sequence), from the same scores."""
         per_strand, dps = [], []
-        for si, s in enumerate(self.strands):
-            choice, dp, credit = self.scores(si)
-            keep = _best_per_orf(s.cand, choice, self.params.starts_per_orf)
+        choice, _, _ = self._scores_all()
+        keeps = self.all_strands().split(
+            _best_per_orf(self.all_strands().cand, choice, self.params.starts_per_orf))
+        for si, keep in enumerate(keeps):
+            _, dp, credit = self.scores(si)
             per_strand.append((keep, dp[keep], credit[keep]))
             dps.append(dp)
         chosen = self._decode(per_strand, LINK_WEIGHT)

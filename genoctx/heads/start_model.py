@@ -95,6 +95,24 @@ def rbs_presence(hits_KL: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return pres
 
 
+def rbs_presence_many(xs: list[np.ndarray], starts: list[np.ndarray]) -> list[np.ndarray]:
+    """:func:`rbs_presence` of many strands in one pass (the same values): the strands are
+    scanned end to end with N between them, far enough apart that no motif window or spacer
+    reaches from one into another. Per strand, [N_i, R]."""
+    if not xs:
+        return []
+    gap = 2 * (max(length for length, _ in MOTIF_KINDS) + max(hi for _, hi in SPACER_BINS))
+    sizes = np.array([len(x) for x in xs], dtype=np.int64)
+    origin = np.concatenate([[gap], np.cumsum(sizes + gap)[:-1] + gap])
+    joined = np.full(int(origin[-1] + sizes[-1] + gap), 4, dtype=np.asarray(xs[0]).dtype)
+    for x, o in zip(xs, origin.tolist()):
+        joined[o:o + len(x)] = x
+    counts = [len(s) for s in starts]
+    shifted = np.concatenate([np.asarray(s, dtype=np.int64) + o for s, o in zip(starts, origin)])
+    pres = rbs_presence(motif_hits(joined), shifted)
+    return np.split(pres, np.cumsum(counts)[:-1])
+
+
 def rbs_classes(pres_NR: np.ndarray, starts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """RBS class of each start: the present class of highest weight (ties: the later class)."""
     del starts  # unused; the argument keeps decoder_fit's call working
@@ -270,7 +288,8 @@ def train_start_model(tables: list[StartTable], coding: list[np.ndarray],
     """Self-train the start model (hard EM over the starts of the training ORFs).
 
     Args:
-        tables: start features of each strand's candidates.
+        tables: start features of each strand's candidates (or one table for all strands,
+            ORF keys kept distinct, as the decoder passes them: one pass per round).
         coding: each candidate's coding part of the start-choice score (nats).
         train_orfs: per strand, a boolean [N] mask of candidates whose ORF is a training gene.
         weight: weight of the start LLRs against the coding part.

@@ -521,3 +521,78 @@ def test_rna_hysteresis():
     rnas = call_rnas(probs, contig="c")
     assert [(r.start, r.end, r.strand, r.kind) for r in rnas] == [(100, 180, -1, "tRNA")]
     assert rnas[0].score == pytest.approx(float(p[100:180].mean()), abs=1e-5)
+
+
+# --------------------------------------------------------------------------- all strands at once
+
+def test_rbs_presence_many_matches_each_strand():
+    """Strands scanned end to end give each strand exactly what scanning it alone gives,
+    motifs at both ends and starts too close to the 5' end included."""
+    rng = np.random.default_rng(3)
+    xs, starts = [], []
+    for n in (1, 2, 9, 25, 60, 400, 3000):
+        x = rng.integers(0, 4, n).astype(np.uint8)
+        if n >= 25:  # a Shine-Dalgarno core right at the start and one at the end
+            x[:6] = encode("AGGAGG")
+            x[-6:] = encode("GGAGGA")
+        xs.append(x)
+        starts.append(np.unique(np.r_[rng.integers(0, n, min(n, 50)), 0, n - 1]))
+    many = sm.rbs_presence_many(xs, starts)
+    for x, s, got in zip(xs, starts, many, strict=True):
+        np.testing.assert_array_equal(got, sm.rbs_presence(sm.motif_hits(x), s))
+    assert sm.rbs_presence_many([], []) == []
+
+
+def _features_one_strand(d, si):
+    """Gene features and start-choice parts of one strand, computed from that strand alone
+    (the decoder's definition before it scored all strands at once)."""
+    from genoctx.heads import decoder as dec
+
+    s = d.strands[si]
+    cod = s.coding()
+    length = s.cand.end - s.cand.start
+    ncod = np.maximum(length // 3, 1)
+    rbs = sm.rbs_classes(s.starts.pres_NR, None, d.start_model.rbs_llr)
+    st = d.start_model.features(s.cand.stype, rbs, s.starts.bases_NP)
+    partial = s.cand.partial5 | s.cand.partial3
+    st = np.where(partial[:, None], st, dec.short_gene_scale(st, length))
+    neural = np.zeros(len(s.cand))
+    if s.neural_codon is not None:
+        for f in range(3):
+            m = s.cand.frame == f
+            c = np.concatenate([[0.0], np.cumsum(s.neural_codon[f])])
+            neural[m] = c[s.cand.k[m]] - c[s.cand.j[m]]
+    cpart = dec.coding_part(s.cand, cod, d.gc)
+    sw = np.asarray(d.params.start_weights)
+    gene = np.column_stack([cpart + sw[-1] * neural, cod / ncod, st @ sw[1:4] / sw[1],
+                            np.log(ncod * 3.0), partial.astype(np.float64), neural / ncod])
+    return gene, np.column_stack([cpart, st, neural])
+
+
+def test_all_strands_scored_at_once_match_each_strand_alone(ecoli):
+    """Many contigs (a draft assembly) are scored in one pass over all their candidates; every
+    strand's features and scores equal those computed from the strand alone, also after the
+    models change (the cache follows them), and the cached values cannot be written to."""
+    from genoctx.heads import decoder as dec
+
+    _, seq, truth = ecoli
+    n = 60_000
+    probs = _oracle_probs([g for g in truth if g.end <= n], n, np.random.default_rng(1), 0.6)
+    cuts = [0, 700, 5_000, 5_100, 17_000, 33_333, n]
+    records = [(f"c{i}", seq[a:b].encode()) for i, (a, b) in enumerate(itertools.pairwise(cuts))]
+    p = {f"c{i}": probs[a:b] for i, (a, b) in enumerate(itertools.pairwise(cuts))}
+    d = dec.GenomeDecoder(records, p, dec.DecoderParams(orf_scorer=False))
+    chosen = d.train()
+    assert sum(len(c) for c in chosen) > 30
+    for round_ in range(2):
+        for si in range(len(d.strands)):
+            gene, parts = d.features(si)
+            want_gene, want_parts = _features_one_strand(d, si)
+            np.testing.assert_array_equal(gene, want_gene)
+            np.testing.assert_array_equal(parts, want_parts)
+            choice, dp, _ = d.scores(si)
+            np.testing.assert_array_equal(choice, want_parts @ np.asarray(d.params.start_weights))
+            assert not gene.flags.writeable and not dp.flags.writeable
+        d.fit_starts(d.decode())  # a new start model: the next round must see it
+    with pytest.raises(ValueError, match="read-only"):
+        d.features(0)[0][:, 0] = 0.0
