@@ -20,6 +20,8 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
   start: calls a shorter gene when every better start is blocked by a neighbour;
 * ``start_thresh=X`` — train the start model only on chosen genes whose coding part is at
   least X nats (Prodigal trains its starts on ORFs scoring ≥ 35);
+* ``length_weight=X`` — weight of the ORF length's log-odds in the coding part (shipped:
+  decoder.LENGTH_WEIGHT; Prodigal's is 1);
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -171,6 +173,8 @@ def main(argv=None) -> None:
         dec.fit_dicodon = prodigal_exact  # the name GenomeDecoder.fit_coding calls
     VariantDecoder.freeze_after_seed = opts.get("seedpair") == "1"
     VariantDecoder.inner = float(opts["inner"]) if "inner" in opts else None
+    if "length_weight" in opts:
+        dec.LENGTH_WEIGHT = float(opts["length_weight"])  # read by decoder.coding_part
     VariantDecoder.start_thresh = (float(opts["start_thresh"]) if "start_thresh" in opts
                                    else None)
     root = resolve_data_root(None)
