@@ -216,6 +216,8 @@ class _AllStrands:
     starts: StartTable       # [N] start features, ORF keys shifted
     partial: np.ndarray      # [N] bool, either end runs off an open edge
     neural: np.ndarray       # [N] the head's summed evidence (0 without it)
+    x: np.ndarray            # every strand's bases end to end, N between, each from a codon
+    codon_shift: np.ndarray  # [N] codon index of the candidate's strand's first base in ``x``
 
     @staticmethod
     def build(strands: list[_Strand]) -> _AllStrands:
@@ -231,7 +233,15 @@ class _AllStrands:
         starts = StartTable(cand.stype, np.concatenate([s.starts.pres_NR for s in strands]),
                             np.concatenate([s.starts.bases_NP for s in strands]), cand.orf)
         neural = np.concatenate([s.neural() for s in strands])
-        return _AllStrands(off, cand, starts, cand.partial5 | cand.partial3, neural)
+        # strands in x start at multiples of 3 (so frames and codon indices carry over),
+        # 3 N apart
+        origin = np.concatenate([[0], np.cumsum([(s.length + 5) // 3 * 3 for s in strands])])
+        x = np.full(int(origin[-1]), 4, dtype=np.uint8)
+        for s, o in zip(strands, origin[:-1].tolist()):
+            x[o:o + s.length] = s.x
+        codon_shift = np.repeat(origin[:-1] // 3, sizes)
+        return _AllStrands(off, cand, starts, cand.partial5 | cand.partial3, neural, x,
+                           codon_shift)
 
     def split(self, idx: np.ndarray) -> list[np.ndarray]:
         """Sorted row indices of all strands → each strand's own candidate indices."""
@@ -700,6 +710,15 @@ class GenomeDecoder:
         r = self._rows(si)
         return tuple(v[r] for v in self._scores_all())
 
+    def orf_table_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`orf_table` of all strands at once; candidate indices are rows of
+        :meth:`all_strands` (sorted: strand by strand)."""
+        gene, parts = self._features_all()
+        wg = np.asarray(self.params.gene_weights)
+        choice = parts @ np.asarray(self.params.start_weights)
+        best = _best_per_orf(self.all_strands().cand, choice, 1)
+        return best, gene[best] @ wg[:-1] + wg[-1], gene[best]
+
     def orf_table(self, si: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each ORF of strand ``si`` at its best start: candidate indices [O], gene log-odds
         before the ORF scorer's term [O], and gene features [O, len(FEATURES)]."""
@@ -716,15 +735,13 @@ class GenomeDecoder:
 
         self.orf_adjust = None
         x, _, where = decoder_rows(self)
-        adj = scorer.adjustment(x)
-        out, off = [], 0
-        for s, best in zip(self.strands, where):
-            _, grp = np.unique(s.cand.orf, return_inverse=True)  # candidates sorted by ORF
-            per_orf = np.zeros(len(best))
-            per_orf[grp[best]] = adj[off:off + len(best)]
-            off += len(best)
-            out.append(per_orf[grp])
-        self.orf_adjust = out
+        a = self.all_strands()
+        best = np.concatenate([w + o for w, o in zip(where, a.off[:-1].tolist())])
+        _, grp = np.unique(a.cand.orf, return_inverse=True)  # candidates sorted by ORF
+        per_orf = np.zeros(len(best))
+        per_orf[grp[best]] = scorer.adjustment(x)
+        adj = per_orf[grp]
+        self.orf_adjust = [adj[o:e] for o, e in zip(a.off[:-1].tolist(), a.off[1:].tolist())]
 
     def dp_scores(self, si: int) -> np.ndarray:
         """Score of each candidate of strand ``si`` in the DP (see :meth:`scores`), [N]."""

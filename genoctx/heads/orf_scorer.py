@@ -247,19 +247,22 @@ def decoder_rows(d, truth=None) -> tuple[np.ndarray, np.ndarray | None, list[np.
 
     true = None if truth is None else {
         (t[0], t[3], (t[2] - 1) if t[3] == 1 else t[1]) for t in truth}
-    rows, labels, where = [], [], []
-    for si, s in enumerate(d.strands):
-        best, logit, gene = d.orf_table(si)
-        c = s.cand
-        tr = translation_features(s.x, c.frame[best], c.j[best], c.k[best], d.gc,
-                                  d.params.translation_table)
-        rows.append(np.column_stack([logit, gene[:, :5], tr]))
-        where.append(best)
-        if true is not None:
-            lo, hi = to_forward(c.start[best], c.end[best], s.length, s.strand)
+    if not d.strands:
+        return np.zeros((0, len(FEATURE_NAMES))), (np.zeros(0, bool) if true is not None else None), []
+    # all strands at once (a draft assembly has thousands): rows of d.all_strands()
+    al = d.all_strands()
+    best, logit, gene = d.orf_table_all()
+    c, shift = al.cand, al.codon_shift[best]
+    tr = translation_features(al.x, c.frame[best], c.j[best] + shift, c.k[best] + shift, d.gc,
+                              d.params.translation_table)
+    x = np.column_stack([logit, gene[:, :5], tr])
+    where = al.split(best)
+    labels = []
+    if true is not None:
+        for s, w in zip(d.strands, where):
+            lo, hi = to_forward(s.cand.start[w], s.cand.end[w], s.length, s.strand)
             labels.append(np.array([(s.contig, s.strand, (b - 1) if s.strand == 1 else a) in true
                                     for a, b in zip(lo.tolist(), hi.tolist())], dtype=bool))
-    x = np.vstack(rows) if rows else np.zeros((0, len(FEATURE_NAMES)))
     return x, (np.concatenate(labels) if true is not None else None), where
 
 

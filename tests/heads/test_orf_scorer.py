@@ -2,6 +2,7 @@
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import shutil
 from collections import Counter
@@ -156,3 +157,23 @@ def test_fit_labels_mark_annotated_stops(pcp1, pcp1_truth):
         marked |= {(s.strand, int(h) - 1 if s.strand == 1 else int(l)) for l, h in zip(lo, hi)}
     # every annotated stop that ends an ORF is labelled, and nothing else is
     assert int(y.sum()) == len(stops & marked) >= 0.8 * len(stops)
+
+
+def test_rows_of_many_contigs_match_each_strand_alone(pcp1):
+    """decoder_rows scores all strands at once (their bases end to end); every row equals the
+    one computed from its strand alone, translation features included."""
+    cid, seq = pcp1
+    cuts = [0, 1, 250, 2_000, 2_001, 4_700, 8_000, len(seq)]  # a 1-bp contig, odd lengths
+    records = [(f"{cid}_{i}", seq[a:b].encode()) for i, (a, b) in enumerate(itertools.pairwise(cuts))]
+    d = GenomeDecoder(records, None, DecoderParams(orf_scorer=False))
+    d.train()
+    x, _, where = osc.decoder_rows(d)
+    want = []
+    for si, s in enumerate(d.strands):
+        best, logit, gene = d.orf_table(si)
+        np.testing.assert_array_equal(best, where[si])
+        tr = osc.translation_features(s.x, s.cand.frame[best], s.cand.j[best], s.cand.k[best],
+                                      d.gc)
+        want.append(np.column_stack([logit, gene[:, :5], tr]))
+    assert sum(len(w) for w in where) > 20
+    np.testing.assert_array_equal(x, np.vstack(want))
