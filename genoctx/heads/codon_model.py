@@ -67,9 +67,13 @@ def gc_frame_position(x: np.ndarray) -> np.ndarray:
     return tot
 
 
-def gc_best_position(x: np.ndarray, frame: int) -> np.ndarray:
-    """Codon position (0..2) with the most same-phase G+C around each codon of ``frame``, [C]."""
-    tot = gc_frame_position(x)
+def gc_best_position(x: np.ndarray, frame: int, tot: np.ndarray | None = None) -> np.ndarray:
+    """Codon position (0..2) with the most same-phase G+C around each codon of ``frame``, [C].
+
+    ``tot`` is :func:`gc_frame_position` of ``x`` when the caller already has it (it is the
+    same for the three frames)."""
+    if tot is None:
+        tot = gc_frame_position(x)
     n = (len(x) - frame) // 3
     t_C3 = tot[frame: frame + 3 * n].reshape(n, 3)
     # argmax over three columns (the first maximum), without numpy's slow short-axis argmax

@@ -48,6 +48,7 @@ from genoctx.heads.codon_model import (
     fit_coding_model,
     fit_dicodon,
     gc_best_position,
+    gc_frame_position,
     kmer_index,
     length_factor,
 )
@@ -521,7 +522,10 @@ class GenomeDecoder:
     # -- seed -----------------------------------------------------------------------------
     def seed(self) -> list[np.ndarray]:
         """First training genes from the GC frame bias: chosen candidate indices per strand."""
-        gcpos = [[gc_best_position(s.x, f) for f in range(3)] for s in self.strands]
+        gcpos = []
+        for s in self.strands:
+            tot = gc_frame_position(s.x)
+            gcpos.append([gc_best_position(s.x, f, tot) for f in range(3)])
         counts = np.zeros(3)
         longest = []
         for s, gp in zip(self.strands, gcpos):

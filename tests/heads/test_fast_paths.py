@@ -76,6 +76,7 @@ def test_gc_best_position_is_the_first_argmax():
         n = (len(x) - frame) // 3
         want = np.argmax(tot[frame:frame + 3 * n].reshape(n, 3), axis=1)
         np.testing.assert_array_equal(gc_best_position(x, frame), want)
+        np.testing.assert_array_equal(gc_best_position(x, frame, tot), want)
 
 
 def test_rbs_class_is_the_present_class_of_highest_weight():
