@@ -68,6 +68,13 @@ def finder_sequence(seq: bytes | str) -> bytes:
     return seq.translate(_FINDER_BYTES)
 
 
+def cut_ends(left: bool, right: bool) -> dict:
+    """Attributes of an RNA gene cut by its sequence's left and/or right end (forward strand):
+    ``partial`` and ``cut`` = (left, right), from which the writers mark the cut ends
+    (GFF3 ``start_range``/``end_range``, GenBank ``<``/``>``) at the gene's final coordinates."""
+    return {"partial": "true", "cut": (bool(left), bool(right))} if left or right else {}
+
+
 def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) -> list[RNACall]:
     """tRNA and tmRNA genes of every record (ARAGORN), 0-based half-open, sorted."""
     pyaragorn = _require("pyaragorn", "tRNA finding")
@@ -88,8 +95,8 @@ def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) 
                 product = f"tRNA-{aa}" + (f"({g.anticodon})" if g.anticodon else "")
             attrs = {"product": product, "inference": f"ARAGORN:{version}".rstrip(":")}
             if lo < 0 or hi > len(seq):  # ARAGORN reports a gene cut by the contig end whole
+                attrs.update(cut_ends(lo < 0, hi > len(seq)))
                 lo, hi = max(lo, 0), min(hi, len(seq))
-                attrs["partial"] = "true"
             out.append(RNACall(contig, lo, hi, 1 if g.strand > 0 else -1, kind, math.nan, attrs))
     return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
 
@@ -135,11 +142,13 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
         name = attrs.get("Name", "")
         product = RRNA_PRODUCTS.get(name, attrs.get("product", name or "ribosomal RNA"))
         extra = {"product": product, "inference": f"barrnap:{version}".rstrip(":")}
+        i, lo = map(int, col[0][1:].split("_"))
+        start, end = lo + int(col[3]) - 1, lo + int(col[4])
         if "Note" in attrs or "note" in attrs:  # barrnap: Note=aligned only N percent
             extra["partial"] = "true"
-        i, lo = map(int, col[0][1:].split("_"))
-        out.append(RNACall(kept[i][0], lo + int(col[3]) - 1, lo + int(col[4]),
-                           1 if col[6] == "+" else -1,
+            # a partial gene that reaches a contig end is taken as cut by it there
+            extra.update(cut_ends(start == 0, end == len(kept[i][1])))
+        out.append(RNACall(kept[i][0], start, end, 1 if col[6] == "+" else -1,
                            "rRNA", math.nan, extra))
     return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
 

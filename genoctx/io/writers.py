@@ -64,10 +64,19 @@ def _partial_ends(g) -> tuple[bool, bool, bool, bool]:
 
 
 def _partial_attrs(g) -> list[tuple[str, object]]:
-    """NCBI-style partial markers; ``partial`` is (5', 3') along the gene's strand."""
-    _, _, left, right = _partial_ends(g)
-    if not (left or right):
-        return []
+    """NCBI-style partial markers; ``partial`` is (5', 3') along the gene's strand. An RNA gene
+    says ``partial`` in its attrs, and which ends its sequence cut in ``cut`` (left, right)."""
+    if getattr(g, "kind", None) is not None:  # an RNA gene
+        info = getattr(g, "attrs", None) or {}
+        if str(info.get("partial", "")).lower() != "true":
+            return []
+        left, right = info.get("cut", (False, False))
+        if not (left or right):  # partial (say, aligned only in part) at no known end
+            return [("partial", "true")]
+    else:
+        _, _, left, right = _partial_ends(g)
+        if not (left or right):
+            return []
     lo, hi = _gff_interval(g.start, g.end)
     return [("partial", "true"), ("start_range", (".", lo) if left else None),
             ("end_range", (hi, ".") if right else None)]
@@ -152,8 +161,9 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
     Args:
         path: output file (written atomically).
         genes: GeneCall list; ``score`` (a probability) goes in column 6, CDS phase is 0.
-        rna: RNACall list (``kind`` is the feature type; ``attrs`` ``product``, ``inference``
-            and ``partial`` are written on the RNA row when present).
+        rna: RNACall list (``kind`` is the feature type; ``attrs`` ``product`` and
+            ``inference`` are written on the RNA row when present, ``partial`` on the gene and
+            RNA rows, with ``start_range``/``end_range`` at the ends ``cut`` names).
         lengths: every contig's length, in the order contigs should appear
             (``##sequence-region`` lines).
         source: column 2.
@@ -175,7 +185,8 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
                              f"{g.contig} of length {lengths[g.contig]}")
         col = [_esc_seqid(g.contig), source, None, str(lo), str(hi), _fmt_score(g.score),
                _STRAND[g.strand]]
-        part = _partial_attrs(g) if kind == "CDS" else []
+        info = getattr(g, "attrs", None) or {}
+        part = _partial_attrs(g)
         gene_attrs = [("ID", gid), ("locus_tag", _locus_tag(g))] + part + extra
         if kind != "CDS":
             gene_attrs.insert(1, ("gene_biotype", kind))
@@ -187,8 +198,7 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
             sub += [("start_codon", g.start_codon or None)] + part + [
                 ("bank_model", info.get("model")), ("transl_table", info.get("transl_table"))]
         else:  # RNA genes from a sequence finder say what they are and which tool found them
-            info = getattr(g, "attrs", None) or {}
-            sub += [(k, info.get(k)) for k in ("product", "inference", "partial")]
+            sub += [(k, info.get(k)) for k in ("product", "inference")] + part
         phase = "0" if kind == "CDS" else "."
         lines.append("\t".join(col[:2] + [kind] + col[3:] + [phase, _attrs(sub)]))
     with atomic_open(path, "w", newline="\n") as fh:
@@ -455,7 +465,7 @@ def _genbank_features(f, fid: str, lo: int, fetch, table: int) -> list:
     info = getattr(f, "attrs", None) or {}
     kind = getattr(f, "kind", None)
     if kind is not None:  # an RNA gene
-        where = _gb_location(f.start - lo, f.end - lo, f.strand)
+        where = _gb_location(f.start - lo, f.end - lo, f.strand, *info.get("cut", (False, False)))
         rna = dict(q, **{k: [info[k]] for k in ("product", "inference") if info.get(k)})
         return [Feat(where, type="gene", qualifiers=q), Feat(where, type=kind, qualifiers=rna)]
     cds_parts = list(getattr(f, "cds", None) or [(f.start, f.end)])

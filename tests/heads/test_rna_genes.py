@@ -1,6 +1,7 @@
 """RNA genes from the sequence (ARAGORN tRNA/tmRNA, barrnap rRNA) against the GenBank annotation."""
 
 import pytest
+from Bio import SeqIO
 
 from genoctx.errors import InputError
 from genoctx.heads import rna_genes
@@ -75,6 +76,18 @@ def test_trna_cut_by_a_contig_end_is_kept_inside_it_and_marked_partial(ecoli_sli
     rows = [ln.split("\t") for ln in (tmp_path / "cut.gff3").read_text().splitlines()
             if "\ttRNA\t" in ln]
     assert [(r[3], r[4]) for r in rows] == [("1", "75")] and "partial=true" in rows[0][8]
+    # the cut end is named as for partial CDS (NCBI's start_range), on the gene row too
+    assert trna.attrs["cut"] == (True, False)
+    gene = [ln for ln in (tmp_path / "cut.gff3").read_text().splitlines()
+            if "\tgene\t" in ln and "gene_biotype=tRNA" in ln]
+    for row in (rows[0][8], gene[0].split("\t")[8]):
+        assert "start_range=.,1" in row and "end_range" not in row
+    code, _, err = cli(["annotate", fasta, "--model", "none", "--formats", "gbk", "--out",
+                        tmp_path / "cut", "--quiet"])
+    assert code == 0, err
+    rec = SeqIO.read(tmp_path / "cut.gbk", "genbank")
+    (feat,) = [f for f in rec.features if f.type == "tRNA"]
+    assert str(feat.location) == "[<0:75](+)"
 
 
 def test_several_records_with_any_names_and_empty_ones(ecoli_slice):

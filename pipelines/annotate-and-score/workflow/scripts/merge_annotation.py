@@ -57,7 +57,7 @@ def read_header(gff3: str | Path) -> tuple[dict[str, int], str | None]:
 
 def read_rnas(gff3: str | Path) -> list:
     """The RNA features (tRNA/tmRNA/rRNA/ncRNA lines) of a genoctx GFF3 as RNACalls (with their
-    product, inference and partial attributes)."""
+    product, inference and partial attributes, and the ends their sequence cut)."""
     from genoctx.heads.decoder import RNACall
 
     rnas = []
@@ -68,9 +68,12 @@ def read_rnas(gff3: str | Path) -> list:
                 continue
             strand = {"+": 1, "-": -1}.get(col[6], 0)
             score = float("nan") if col[5] == "." else float(col[5])
-            attrs = {k: unquote(v) for k, v in (kv.split("=", 1) for kv in col[8].split(";")
-                                                 if "=" in kv)
-                     if k in ("product", "inference", "partial")}
+            a = {k: unquote(v) for k, v in (kv.split("=", 1) for kv in col[8].split(";")
+                                            if "=" in kv)}
+            attrs = {k: a[k] for k in ("product", "inference", "partial") if k in a}
+            cut = (a.get("start_range", "").startswith("."), a.get("end_range", "").endswith("."))
+            if any(cut):  # which ends the shard's sequence cut (the writer marks them again)
+                attrs["cut"] = cut
             rnas.append(RNACall(unquote(col[0]), int(col[3]) - 1, int(col[4]), strand, col[2],
                                 score, attrs))
     return rnas
