@@ -556,12 +556,8 @@ def _features_one_strand(d, si):
     st = d.start_model.features(s.cand.stype, rbs, s.starts.bases_NP)
     partial = s.cand.partial5 | s.cand.partial3
     st = np.where(partial[:, None], st, dec.short_gene_scale(st, length))
-    neural = np.zeros(len(s.cand))
-    if s.neural_codon is not None:
-        for f in range(3):
-            m = s.cand.frame == f
-            c = np.concatenate([[0.0], np.cumsum(s.neural_codon[f])])
-            neural[m] = c[s.cand.k[m]] - c[s.cand.j[m]]
+    neural = s.neural()
+    assert (neural != 0).any() == (s.neural_codon is not None and len(s.cand) > 0)
     cpart = dec.coding_part(s.cand, cod, d.gc)
     sw = np.asarray(d.params.start_weights)
     gene = np.column_stack([cpart + sw[-1] * neural, cod / ncod, st @ sw[1:4] / sw[1],
