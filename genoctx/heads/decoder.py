@@ -57,6 +57,7 @@ from genoctx.heads.orfs import (
     Candidates,
     encode,
     find_candidates,
+    find_candidates_many,
     revcomp_codes,
     to_forward,
 )
@@ -275,12 +276,15 @@ def closed_ends(closed: bool | Mapping[str, tuple[bool, bool]], contig: str) -> 
 
 
 def _make_strand(contig: str, x: np.ndarray, strand: int, probs_LC: np.ndarray | None,
-                 params: DecoderParams, closed: tuple[bool, bool], rbs: bool = True) -> _Strand:
+                 params: DecoderParams, closed: tuple[bool, bool], rbs: bool = True,
+                 cand: Candidates | None = None) -> _Strand:
     """One strand; ``closed`` = (5' end, 3' end) of ``x`` closed (see :func:`closed_ends`).
     With ``rbs=False`` the RBS classes present are left for the caller to fill in
-    (:func:`genoctx.heads.start_model.rbs_presence_many`)."""
-    cand = find_candidates(x, closed=closed, table=params.translation_table, min_len=params.min_len,
-                           min_edge_len=params.min_edge_len)
+    (:func:`genoctx.heads.start_model.rbs_presence_many`); ``cand`` are the strand's candidates
+    when the caller found them (:func:`genoctx.heads.orfs.find_candidates_many`)."""
+    if cand is None:
+        cand = find_candidates(x, closed=closed, table=params.translation_table,
+                               min_len=params.min_len, min_edge_len=params.min_edge_len)
     kidx, valid = kmer_index(x)
     pres = rbs_presence(motif_hits(x), cand.start) if rbs else None
     table = StartTable(cand.stype, pres, pwm_bases(x, cand.start), cand.orf)
@@ -485,15 +489,20 @@ class GenomeDecoder:
     def __init__(self, records: list[tuple[str, bytes]], probs: dict | None,
                  params: DecoderParams, closed: bool | Mapping[str, tuple[bool, bool]] = False):
         self.params = params
-        self.strands: list[_Strand] = []
+        todo = []  # (contig, bases, strand, probabilities, closed ends) of each strand
         for contig, seq in records:
             x = encode(seq)
             p = _check_probs(probs.get(contig) if probs else None, len(x), contig)
             first, last = closed_ends(closed, contig)
-            self.strands.append(_make_strand(contig, x, 1, p, params, (first, last), rbs=False))
+            todo.append((contig, x, 1, p, (first, last)))
             p_rc = None if p is None else p[::-1][:, list(RC_PERMUTATION)]
-            self.strands.append(_make_strand(contig, revcomp_codes(x), -1, p_rc, params,
-                                             (last, first), rbs=False))
+            todo.append((contig, revcomp_codes(x), -1, p_rc, (last, first)))
+        # candidates and RBS motifs of all strands in one pass each (a draft has thousands)
+        cands = find_candidates_many([t[1] for t in todo], [t[4] for t in todo],
+                                     table=params.translation_table, min_len=params.min_len,
+                                     min_edge_len=params.min_edge_len)
+        self.strands: list[_Strand] = [_make_strand(*t[:4], params, t[4], rbs=False, cand=c)
+                                       for t, c in zip(todo, cands)]
         pres = rbs_presence_many([s.x for s in self.strands], [s.cand.start for s in self.strands])
         self._clock = [0]  # codon-score changes of any strand (see _Strand.clock)
         for s, p_NR in zip(self.strands, pres):

@@ -154,3 +154,75 @@ def find_candidates(x: np.ndarray, *, closed: bool | tuple[bool, bool] = False,
     cand = Candidates(*cols)
     order = np.lexsort((cand.start, cand.end))
     return cand.take(order)
+
+
+def find_candidates_many(xs: list[np.ndarray], closed: list[tuple[bool, bool]], *,
+                         min_len: int = 90, min_edge_len: int = 60,
+                         table: int = 11) -> list[Candidates]:
+    """:func:`find_candidates` of many strands in one pass (the same candidates, in the same
+    order): the strands are scanned end to end, each from a multiple of 3 so that frames and
+    codon indices carry over, with N between them; no ORF runs past its own strand's end.
+
+    Args:
+        xs: encoded strands.
+        closed: per strand, (5' end, 3' end) closed, as :func:`find_candidates` takes it.
+        min_len, min_edge_len, table: as :func:`find_candidates`.
+    """
+    if table not in TABLE_STOPS:
+        raise ValueError(f"translation table {table} is not supported (known: "
+                         f"{', '.join(map(str, TABLE_STOPS))})")
+    if not xs:
+        return []
+    lengths = np.array([len(x) for x in xs], dtype=np.int64)
+    origin = np.concatenate([[0], np.cumsum((lengths + 5) // 3 * 3)])  # ≥ 3 N between strands
+    joined = np.full(int(origin[-1]), 4, dtype=np.uint8)
+    for x, o in zip(xs, origin[:-1].tolist()):
+        joined[o:o + len(x)] = x
+    closed5 = np.array([bool(c[0]) for c in closed])
+    closed3 = np.array([bool(c[1]) for c in closed])
+    first = origin[:-1] // 3  # each strand's first codon in the joined frames
+    cols = []
+    for f in range(3):
+        codons = codon_codes(joined, f)
+        count = np.maximum((lengths - f) // 3, 0)  # each strand's whole codons in this frame
+        stop_end = first + count                   # one past each strand's last codon
+        stops = np.flatnonzero(np.isin(codons, _STOP_IDS[table]))
+        last_stop = max(len(stops) - 1, 0)
+        stype_all = START_TYPE[codons]
+        j = np.flatnonzero(stype_all >= 0)
+        sid = np.searchsorted(first, j, side="right") - 1
+        pos = np.searchsorted(stops, j)
+        nxt = stops[np.minimum(pos, last_stop)] if len(stops) else np.zeros(len(j), np.int64)
+        open3 = (pos == len(stops)) | (nxt >= stop_end[sid])
+        k = np.where(open3, stop_end[sid], nxt)
+        stype = stype_all[j]
+        partial5 = np.zeros(len(j), dtype=bool)
+        # the first ORF of each frame of an open 5' end runs in from the edge (unless its first
+        # codon is a start or a stop)
+        pos0 = np.searchsorted(stops, first)
+        s0 = stops[np.minimum(pos0, last_stop)] if len(stops) else np.zeros(len(first), np.int64)
+        no_stop = (pos0 == len(stops)) | (s0 >= stop_end)
+        c0 = codons[np.minimum(first, len(codons) - 1)] if len(codons) else np.zeros(len(first), int)
+        edge = (count > 0) & ~closed5 & (no_stop | (s0 > first)) & (START_TYPE[c0] < 0)
+        e = np.flatnonzero(edge)
+        j = np.concatenate([first[e], j])
+        k = np.concatenate([np.where(no_stop[e], stop_end[e], s0[e]), k])
+        open3 = np.concatenate([no_stop[e], open3])
+        stype = np.concatenate([np.full(len(e), EDGE_START), stype]).astype(np.int8)
+        partial5 = np.concatenate([np.ones(len(e), bool), partial5])
+        sid = np.concatenate([e, sid])
+        length = 3 * (k - j) + np.where(open3, 0, 3)
+        keep = np.where(partial5 | open3, length >= min_edge_len, length >= min_len)
+        bad = np.concatenate([[0], np.cumsum(codons == INVALID_CODON)])
+        keep &= bad[k] == bad[j]  # no gene spans an unknown base
+        keep &= ~(open3 & closed3[sid])
+        j, k, stype, partial5, open3, sid = (a[keep] for a in (j, k, stype, partial5, open3, sid))
+        jl, kl = j - first[sid], k - first[sid]
+        cols.append((sid, np.full(len(j), f, np.int8), jl, kl, f + 3 * jl,
+                     f + 3 * kl + np.where(open3, 0, 3), stype, partial5, open3))
+    sid, *fields = (np.concatenate(c) for c in zip(*cols))
+    order = np.lexsort((fields[3], fields[4], sid))  # by strand, then (end, start)
+    sid = sid[order]
+    fields = [a[order] for a in fields]
+    cut = np.searchsorted(sid, np.arange(len(xs) + 1))
+    return [Candidates(*(a[cut[i]:cut[i + 1]] for a in fields)) for i in range(len(xs))]

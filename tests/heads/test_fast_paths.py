@@ -11,7 +11,7 @@ import pytest
 
 from genoctx.heads import start_model as sm
 from genoctx.heads.codon_model import gc_best_position, gc_frame_position
-from genoctx.heads.orfs import encode
+from genoctx.heads.orfs import encode, find_candidates, find_candidates_many
 
 
 def _lexsort_first(key, group):
@@ -88,3 +88,28 @@ def test_rbs_class_is_the_present_class_of_highest_weight():
         score = np.where(pres, weights[None, :], -np.inf)
         want = sm.NUM_RBS - 1 - np.argmax(score[:, ::-1], axis=1)
         np.testing.assert_array_equal(sm.rbs_classes(pres, None, weights), want)
+
+
+def test_candidates_of_many_strands_are_each_strands_own():
+    """find_candidates_many scans strands end to end; every strand gets exactly (values, dtypes,
+    order) what find_candidates finds in it alone: ends open or closed, strands shorter than a
+    codon, N runs, both genetic codes and several length floors."""
+    rng = np.random.default_rng(0)
+    for trial in range(150):
+        xs, closed = [], []
+        for _ in range(rng.integers(1, 8)):
+            n = int(rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 50, 200, 999, 3001]))
+            p = rng.dirichlet(np.ones(5) * 2)
+            p[4] *= 0.05
+            xs.append(rng.choice(5, n, p=p / p.sum()).astype(np.uint8))
+            closed.append((bool(rng.integers(2)), bool(rng.integers(2))))
+        opts = {"table": int(rng.choice([11, 4])), "min_len": int(rng.choice([6, 30, 90])),
+                "min_edge_len": int(rng.choice([3, 30, 60]))}
+        got = find_candidates_many(xs, closed, **opts)
+        assert len(got) == len(xs)
+        for x, c, g in zip(xs, closed, got, strict=True):
+            want = find_candidates(x, closed=c, **opts)
+            for f in want.__dataclass_fields__:
+                a, b = getattr(g, f), getattr(want, f)
+                assert a.dtype == b.dtype and np.array_equal(a, b), (trial, f)
+    assert find_candidates_many([], []) == []
