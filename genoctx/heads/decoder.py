@@ -219,6 +219,7 @@ class _AllStrands:
     partial: np.ndarray      # [N] bool, either end runs off an open edge
     neural: np.ndarray       # [N] the head's summed evidence (0 without it)
     x: np.ndarray            # every strand's bases end to end, N between, each from a codon
+    origin: np.ndarray       # [S + 1] where each strand starts in ``x`` (a multiple of 3)
     codon_shift: np.ndarray  # [N] codon index of the candidate's strand's first base in ``x``
 
     @staticmethod
@@ -243,7 +244,7 @@ class _AllStrands:
             x[o:o + s.length] = s.x
         codon_shift = np.repeat(origin[:-1] // 3, sizes)
         return _AllStrands(off, cand, starts, cand.partial5 | cand.partial3, neural, x,
-                           codon_shift)
+                           origin.astype(np.int64), codon_shift)
 
     def split(self, idx: np.ndarray) -> list[np.ndarray]:
         """Sorted row indices of all strands → each strand's own candidate indices."""

@@ -243,7 +243,7 @@ def decoder_rows(d, truth=None) -> tuple[np.ndarray, np.ndarray | None, list[np.
     labels (an annotated gene ends at its stop; None without ``truth``, a list of
     ``(contig, start, end, strand)``) and each strand's best-start candidate indices (rows
     follow strands, then those indices)."""
-    from genoctx.heads.orfs import to_forward
+    from genoctx.heads.orfs import strand_groups, to_forward
 
     true = None if truth is None else {
         (t[0], t[3], (t[2] - 1) if t[3] == 1 else t[1]) for t in truth}
@@ -252,10 +252,14 @@ def decoder_rows(d, truth=None) -> tuple[np.ndarray, np.ndarray | None, list[np.
     # all strands at once (a draft assembly has thousands): rows of d.all_strands()
     al = d.all_strands()
     best, logit, gene = d.orf_table_all()
-    c, shift = al.cand, al.codon_shift[best]
-    tr = translation_features(al.x, c.frame[best], c.j[best] + shift, c.k[best] + shift, d.gc,
-                              d.params.translation_table)
-    x = np.column_stack([logit, gene[:, :5], tr])
+    c, tr = al.cand, []
+    for g in strand_groups([s.length for s in d.strands]):  # memory as for one long strand
+        lo, hi = al.origin[g.start], al.origin[g.stop]
+        b = best[(best >= al.off[g.start]) & (best < al.off[g.stop])]
+        shift = al.codon_shift[b] - lo // 3
+        tr.append(translation_features(al.x[lo:hi], c.frame[b], c.j[b] + shift, c.k[b] + shift,
+                                       d.gc, d.params.translation_table))
+    x = np.column_stack([logit, gene[:, :5], np.vstack(tr)])
     where = al.split(best)
     labels = []
     if true is not None:

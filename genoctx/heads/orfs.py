@@ -156,12 +156,34 @@ def find_candidates(x: np.ndarray, *, closed: bool | tuple[bool, bool] = False,
     return cand.take(order)
 
 
+# Strands scanned end to end in one pass hold at most this many bases together (a longer strand
+# goes alone), so that a pass over a draft's many contigs needs no more memory than one over a
+# bacterial chromosome's strand.
+GROUP_BASES = 1 << 22
+
+
+def strand_groups(lengths: list[int], limit: int | None = None) -> list[slice]:
+    """Consecutive runs of strands with at most ``limit`` (default :data:`GROUP_BASES`) bases
+    together; a longer strand goes alone."""
+    limit = GROUP_BASES if limit is None else limit
+    out, start, total = [], 0, 0
+    for i, n in enumerate(lengths):
+        if i > start and total + n > limit:
+            out.append(slice(start, i))
+            start, total = i, 0
+        total += n
+    if start < len(lengths):
+        out.append(slice(start, len(lengths)))
+    return out
+
+
 def find_candidates_many(xs: list[np.ndarray], closed: list[tuple[bool, bool]], *,
                          min_len: int = 90, min_edge_len: int = 60,
                          table: int = 11) -> list[Candidates]:
-    """:func:`find_candidates` of many strands in one pass (the same candidates, in the same
-    order): the strands are scanned end to end, each from a multiple of 3 so that frames and
-    codon indices carry over, with N between them; no ORF runs past its own strand's end.
+    """:func:`find_candidates` of many strands, a few passes for all (the same candidates, in
+    the same order): the strands of each :func:`strand_groups` run are scanned end to end,
+    each from a multiple of 3 so that frames and codon indices carry over, with N between
+    them; no ORF runs past its own strand's end.
 
     Args:
         xs: encoded strands.
@@ -171,8 +193,13 @@ def find_candidates_many(xs: list[np.ndarray], closed: list[tuple[bool, bool]], 
     if table not in TABLE_STOPS:
         raise ValueError(f"translation table {table} is not supported (known: "
                          f"{', '.join(map(str, TABLE_STOPS))})")
-    if not xs:
-        return []
+    return [c for g in strand_groups([len(x) for x in xs])
+            for c in _find_candidates_joined(xs[g], closed[g], min_len, min_edge_len, table)]
+
+
+def _find_candidates_joined(xs: list[np.ndarray], closed: list[tuple[bool, bool]], min_len: int,
+                            min_edge_len: int, table: int) -> list[Candidates]:
+    """:func:`find_candidates_many` of one run of strands, in one pass."""
     lengths = np.array([len(x) for x in xs], dtype=np.int64)
     origin = np.concatenate([[0], np.cumsum((lengths + 5) // 3 * 3)])  # ≥ 3 N between strands
     joined = np.full(int(origin[-1]), 4, dtype=np.uint8)

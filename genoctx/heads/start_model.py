@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genoctx.heads.orfs import EDGE_START
+from genoctx.heads.orfs import EDGE_START, strand_groups
 
 SD = "AGGAGG"
 MOTIF_KINDS = ((3, 0), (4, 0), (5, 0), (6, 0), (5, 1), (6, 1))  # (length, mismatches)
@@ -96,11 +96,16 @@ def rbs_presence(hits_KL: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 
 def rbs_presence_many(xs: list[np.ndarray], starts: list[np.ndarray]) -> list[np.ndarray]:
-    """:func:`rbs_presence` of many strands in one pass (the same values): the strands are
-    scanned end to end with N between them, far enough apart that no motif window or spacer
-    reaches from one into another. Per strand, [N_i, R]."""
-    if not xs:
-        return []
+    """:func:`rbs_presence` of many strands, a few passes for all (the same values): the
+    strands of each :func:`genoctx.heads.orfs.strand_groups` run are scanned end to end with N
+    between them, far enough apart that no motif window or spacer reaches from one into
+    another. Per strand, [N_i, R]."""
+    return [p for g in strand_groups([len(x) for x in xs])
+            for p in _rbs_presence_joined(xs[g], starts[g])]
+
+
+def _rbs_presence_joined(xs: list[np.ndarray], starts: list[np.ndarray]) -> list[np.ndarray]:
+    """:func:`rbs_presence_many` of one run of strands, in one pass."""
     gap = 2 * (max(length for length, _ in MOTIF_KINDS) + max(hi for _, hi in SPACER_BINS))
     sizes = np.array([len(x) for x in xs], dtype=np.int64)
     origin = np.concatenate([[gap], np.cumsum(sizes + gap)[:-1] + gap])

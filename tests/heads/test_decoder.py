@@ -12,7 +12,7 @@ from Bio.SeqFeature import CompoundLocation
 
 from genoctx.errors import InputError
 from genoctx.eval.metrics import gene_metrics
-from genoctx.heads import classes
+from genoctx.heads import classes, orfs
 from genoctx.heads import start_model as sm
 from genoctx.heads.codon_model import (
     dicodon_codon_scores,
@@ -525,9 +525,13 @@ def test_rna_hysteresis():
 
 # --------------------------------------------------------------------------- all strands at once
 
-def test_rbs_presence_many_matches_each_strand():
+@pytest.mark.parametrize("group_bases", [None, 500])
+def test_rbs_presence_many_matches_each_strand(monkeypatch, group_bases):
     """Strands scanned end to end give each strand exactly what scanning it alone gives,
-    motifs at both ends and starts too close to the 5' end included."""
+    motifs at both ends and starts too close to the 5' end included (also when the strands are
+    scanned in several runs)."""
+    if group_bases:
+        monkeypatch.setattr(orfs, "GROUP_BASES", group_bases)
     rng = np.random.default_rng(3)
     xs, starts = [], []
     for n in (1, 2, 9, 25, 60, 400, 3000):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from genoctx.heads import orfs
 from genoctx.heads import start_model as sm
 from genoctx.heads.codon_model import gc_best_position, gc_frame_position
 from genoctx.heads.orfs import encode, find_candidates, find_candidates_many
@@ -90,12 +91,22 @@ def test_rbs_class_is_the_present_class_of_highest_weight():
         np.testing.assert_array_equal(sm.rbs_classes(pres, None, weights), want)
 
 
-def test_candidates_of_many_strands_are_each_strands_own():
+def test_strand_groups():
+    assert orfs.strand_groups([]) == []
+    assert orfs.strand_groups([5, 5, 5, 20, 1, 0, 9], limit=10) == [
+        slice(0, 2), slice(2, 3), slice(3, 4), slice(4, 7)]
+    assert orfs.strand_groups([3, 4]) == [slice(0, 2)]
+
+
+@pytest.mark.parametrize("group_bases", [None, 700])
+def test_candidates_of_many_strands_are_each_strands_own(monkeypatch, group_bases):
     """find_candidates_many scans strands end to end; every strand gets exactly (values, dtypes,
     order) what find_candidates finds in it alone: ends open or closed, strands shorter than a
     codon, N runs, both genetic codes and several length floors."""
+    if group_bases:  # many runs of strands, each scanned in its own pass
+        monkeypatch.setattr(orfs, "GROUP_BASES", group_bases)
     rng = np.random.default_rng(0)
-    for trial in range(150):
+    for trial in range(100):
         xs, closed = [], []
         for _ in range(rng.integers(1, 8)):
             n = int(rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 50, 200, 999, 3001]))

@@ -14,6 +14,7 @@ from Bio.Seq import Seq
 
 from genoctx.errors import InputError
 from genoctx.heads import orf_scorer as osc
+from genoctx.heads import orfs
 from genoctx.heads.decoder import DecoderParams, GenomeDecoder, call_genes
 from genoctx.heads.orfs import find_candidates, to_forward
 
@@ -159,9 +160,12 @@ def test_fit_labels_mark_annotated_stops(pcp1, pcp1_truth):
     assert int(y.sum()) == len(stops & marked) >= 0.8 * len(stops)
 
 
-def test_rows_of_many_contigs_match_each_strand_alone(pcp1):
-    """decoder_rows scores all strands at once (their bases end to end); every row equals the
-    one computed from its strand alone, translation features included."""
+@pytest.mark.parametrize("group_bases", [None, 6_000])
+def test_rows_of_many_contigs_match_each_strand_alone(pcp1, monkeypatch, group_bases):
+    """decoder_rows scores all strands at once (their bases end to end, in one or several runs);
+    every row equals the one computed from its strand alone, translation features included."""
+    if group_bases:
+        monkeypatch.setattr(orfs, "GROUP_BASES", group_bases)
     cid, seq = pcp1
     cuts = [0, 1, 250, 2_000, 2_001, 4_700, 8_000, len(seq)]  # a 1-bp contig, odd lengths
     records = [(f"{cid}_{i}", seq[a:b].encode()) for i, (a, b) in enumerate(itertools.pairwise(cuts))]
