@@ -159,7 +159,7 @@ def find_candidates(x: np.ndarray, *, closed: bool | tuple[bool, bool] = False,
 # Strands scanned end to end in one pass hold at most this many bases together (a longer strand
 # goes alone), so that a pass over a draft's many contigs needs no more memory than one over a
 # bacterial chromosome's strand.
-GROUP_BASES = 1 << 22
+GROUP_BASES = 1 << 20
 
 
 def strand_groups(lengths: list[int], limit: int | None = None) -> list[slice]:

@@ -36,6 +36,7 @@ NUM_RBS = 1 + len(MOTIF_KINDS) * len(SPACER_BINS)  # class 0: no motif
 NUM_TYPES = 4  # ATG GTG TTG edge
 PWM_OFFSETS = np.array([-1, -2, *range(-15, -45, -1)])  # upstream composition positions
 LLR_CLIP = 4.0
+ROWS = 1 << 16  # starts scored per block (memory)
 _BASE = {"A": 0, "C": 1, "G": 2, "T": 3}
 
 
@@ -152,7 +153,10 @@ class StartModel:
 
     def features(self, stype: np.ndarray, rbs: np.ndarray, bases_NP: np.ndarray) -> np.ndarray:
         """Per-start [type, rbs, composition] LLRs, shape [N, 3]; edge starts score 0."""
-        pwm = self.pwm_llr_PB[np.arange(len(PWM_OFFSETS))[None, :], bases_NP].sum(axis=1)
+        cols = np.arange(len(PWM_OFFSETS))[None, :]
+        pwm = np.empty(len(bases_NP))
+        for i in range(0, len(bases_NP), ROWS):  # in blocks: the [N, P] gather stays small
+            pwm[i:i + ROWS] = self.pwm_llr_PB[cols, bases_NP[i:i + ROWS]].sum(axis=1)
         out = np.stack([self.type_llr[stype], self.rbs_llr[rbs], pwm], axis=1)
         out[stype == EDGE_START] = 0.0
         return out
@@ -336,10 +340,10 @@ def train_start_model(tables: list[StartTable], coding: list[np.ndarray],
 
 
 def _base_counts(bases_NP: np.ndarray) -> np.ndarray:
-    """Counts of each base (and N) at each position, [P, 5]."""
-    b = bases_NP.astype(np.int64)
-    cols = np.arange(b.shape[1])[None, :] * 5 + b
-    return np.bincount(cols.ravel(), minlength=b.shape[1] * 5).reshape(-1, 5)
+    """Counts of each base (and N) at each position, [P, 5] (one position at a time, so no
+    [N, P] temporary)."""
+    return np.array([np.bincount(bases_NP[:, p], minlength=5)[:5]
+                     for p in range(bases_NP.shape[1])], dtype=np.int64).reshape(-1, 5)
 
 
 def _as_float(c: StartCounts) -> StartCounts:

@@ -124,3 +124,23 @@ def test_candidates_of_many_strands_are_each_strands_own(monkeypatch, group_base
                 a, b = getattr(g, f), getattr(want, f)
                 assert a.dtype == b.dtype and np.array_equal(a, b), (trial, f)
     assert find_candidates_many([], []) == []
+
+
+def test_start_features_and_base_counts_in_blocks_match_the_plain_forms():
+    """Composition scored in blocks of rows and base counts one position at a time (memory) give
+    exactly the one-shot [N, P] forms, across a block boundary too."""
+    rng = np.random.default_rng(4)
+    n = sm.ROWS + 1001
+    b = rng.integers(0, 5, (n, len(sm.PWM_OFFSETS))).astype(np.int8)
+    cols = np.arange(b.shape[1])[None, :]
+    want = np.bincount((cols * 5 + b.astype(np.int64)).ravel(),
+                       minlength=b.shape[1] * 5).reshape(-1, 5)
+    np.testing.assert_array_equal(sm._base_counts(b), want)
+    model = sm.StartModel(rng.normal(size=sm.NUM_TYPES), rng.normal(size=sm.NUM_RBS),
+                          rng.normal(size=(b.shape[1], 5)))
+    stype = rng.integers(0, sm.NUM_TYPES, n).astype(np.int8)
+    rbs = rng.integers(0, sm.NUM_RBS, n)
+    want = np.stack([model.type_llr[stype], model.rbs_llr[rbs],
+                     model.pwm_llr_PB[cols, b].sum(axis=1)], axis=1)
+    want[stype == sm.EDGE_START] = 0.0
+    np.testing.assert_array_equal(model.features(stype, rbs, b), want)
