@@ -78,7 +78,7 @@ def annotate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Annotate genes (CDS) and RNAs of a FASTA; writes PREFIX.gff3, PREFIX.bed, PREFIX.*.bedgraph."""
-    from genoctx.cli.common import available_cores, resolve_device, resolve_targets
+    from genoctx.cli.common import available_cores, check_device_name, resolve_targets
     from genoctx.heads.annotate import annotate_fasta, write_annotation
     from genoctx.io.fasta import FastaFile
 
@@ -104,7 +104,7 @@ def annotate(
             _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as source:
         targets = resolve_targets(FastaFile(source), region, regions)
         result = annotate_fasta(source, targets, model=None if model == "none" else model,
-                                device=resolve_device(device), context=context, overlap=overlap,
+                                device=check_device_name(device), context=context, overlap=overlap,
                                 batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                                 rna=rna.lower(), procedure=procedure.lower(),
                                 translation_table=translation_table, workers=workers,

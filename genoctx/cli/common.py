@@ -8,24 +8,9 @@ from pathlib import Path
 from genoctx.errors import InputError
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region, read_bed
+from genoctx.model.device import check_device_name, resolve_device
 
-
-def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when available, else ``cpu``; a clear error for an unusable choice.
-
-    Every command that runs the model calls this first, so it also sets the process up for
-    inference: subnormal floats are flushed to zero (x86 CPUs take a slow path for them).
-    """
-    import torch
-
-    torch.set_flush_denormal(True)
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise InputError(f"--device must be auto, cpu or cuda (got {device!r})")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError("--device cuda was asked for, but no CUDA device is available; use --device cpu")
-    return device
+__all__ = ["available_cores", "check_device_name", "resolve_device", "resolve_targets"]
 
 
 def available_cores() -> int:

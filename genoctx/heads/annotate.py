@@ -188,7 +188,6 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
     target's own ends where it reaches them; a target's edge inside its sequence stays open.
     """
-    from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.heads.decoder import call_rnas
 
     if mode not in MODES:
@@ -220,7 +219,12 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     keep_probs = (mode == "eukaryote" or _uses_head(params)
                   or (not use_tools and rna in ("auto", "model")))
     if model is not None and (need_tracks or keep_probs):
-        backbone, head = load_annotation_model(model, device=device)
+        # torch is imported only here: without the model, annotate starts in a fraction of a
+        # second rather than three
+        from genoctx.heads.annotation import load_annotation_model
+        from genoctx.model.device import resolve_device
+
+        backbone, head = load_annotation_model(model, device=resolve_device(device))
     names = [f"{t.contig}:{t.start}-{t.end}" if (t.start, t.end) != (0, lengths[t.contig])
              else t.contig for t in targets]
     records, probs, tracks = [], {}, {}
@@ -233,6 +237,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             if backbone is None:
                 bar.advance(len(t))
                 continue
+            from genoctx.heads.annotation import predict_probs
+
             p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
                               batch_size=batch_size, progress=bar.advance)
             if keep_probs:

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 
 from genoctx import __version__
 from genoctx.errors import GenoctxError, InputError
 from genoctx.io.atomic import atomic_path
 from genoctx.io.dataroot import sha256_uncached
 from genoctx.model.config import ModelConfig
+
+if TYPE_CHECKING:  # torch is imported where weights are read or written, not to find them
+    import torch
 
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
@@ -101,6 +103,8 @@ def read_checkpoint(path_or_name: str | Path,
     directory = resolve_checkpoint(path_or_name)
     config = read_config(directory)
     verify_digest(directory)
+    from safetensors.torch import load_file
+
     try:
         state = load_file(str(directory / WEIGHTS_NAME), device=str(device))
     except (SafetensorError, OSError) as exc:
@@ -112,6 +116,8 @@ def write_checkpoint(directory: str | Path, state_dict: dict, config: ModelConfi
     """Write the three files atomically (weights, then digest, then config)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    from safetensors.torch import save_file
+
     tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
     with atomic_path(directory / WEIGHTS_NAME) as tmp:
         save_file(tensors, str(tmp), metadata={"format": "pt", "genoctx": __version__})

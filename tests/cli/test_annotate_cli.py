@@ -584,3 +584,42 @@ def test_model_runs_only_when_its_output_is_used(example_fasta, tmp_path, monkey
                          (trusting, {"need_tracks": False})):
         with pytest.raises(AssertionError, match="model was loaded"):
             annotate_fasta(example_fasta, model=ckpt, quiet=True, **kwargs)
+
+
+def test_annotate_without_the_model_does_not_load_torch(example_fasta, tmp_path):
+    """Gene and RNA calls alone (--model none, or formats that need no track) never import
+    torch, which alone takes seconds to load."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from genoctx.cli.app import run; "
+            f"c1 = run(['annotate', {str(example_fasta)!r}, '--model', 'none', '--formats', "
+            f"'gff3', '--out', {str(tmp_path / 'a')!r}, '--quiet']); "
+            f"c2 = run(['annotate', {str(example_fasta)!r}, '--formats', 'gff3,bed,faa', "
+            f"'--out', {str(tmp_path / 'b')!r}, '--quiet']); "
+            "print(c1, c2, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+    assert done.stdout.split() == ["0", "0", "False"], done.stderr[-2000:]
+    assert (tmp_path / "a.gff3").read_text().count("\tCDS\t") >= 8
+    assert (tmp_path / "b.faa").read_text().count(">") >= 8
+
+
+def test_device_names_are_checked_before_any_work(cli, example_fasta, tmp_path):
+    code, _, err = cli(["annotate", example_fasta, "--device", "gpu", "--out", tmp_path / "x"])
+    assert code != 0 and "--device must be auto, cpu or cuda" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_cuda_asked_for_without_one_is_a_clear_error_when_the_model_runs(cli, example_fasta,
+                                                                         tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    code, _, err = cli(["annotate", example_fasta, "--device", "cuda", "--out", tmp_path / "x"])
+    assert code != 0 and "no CUDA device is available" in err
+    # without the model the device is not used, so nothing stands in the way
+    code, _, err = cli(["annotate", example_fasta, "--device", "cuda", "--model", "none",
+                        "--formats", "gff3", "--out", tmp_path / "y"])
+    assert code == 0, err

@@ -1,0 +1,30 @@
+"""Device names: checked without torch, resolved (with torch) only where a model runs."""
+
+from __future__ import annotations
+
+from genoctx.errors import InputError
+
+
+def check_device_name(device: str) -> str:
+    """``device`` if it names a device genoctx can use (auto, cpu, cuda, cuda:N); else a clear
+    error. Imports nothing heavy, so commands that may not run a model check it up front."""
+    if device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise InputError(f"--device must be auto, cpu or cuda (got {device!r})")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when available, else ``cpu``; a clear error for an unusable choice.
+
+    Every command that runs the model calls this first, so it also sets the process up for
+    inference: subnormal floats are flushed to zero (x86 CPUs take a slow path for them).
+    """
+    check_device_name(device)
+    import torch
+
+    torch.set_flush_denormal(True)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("--device cuda was asked for, but no CUDA device is available; use --device cpu")
+    return device
