@@ -221,7 +221,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if model is not None and (need_tracks or keep_probs):
         # torch is imported only here: without the model, annotate starts in a fraction of a
         # second rather than three
-        from genoctx.heads.annotation import load_annotation_model
+        from genoctx.heads.annotation import load_annotation_model, predict_probs
         from genoctx.model.device import resolve_device
 
         backbone, head = load_annotation_model(model, device=resolve_device(device))
@@ -237,8 +237,6 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             if backbone is None:
                 bar.advance(len(t))
                 continue
-            from genoctx.heads.annotation import predict_probs
-
             p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
                               batch_size=batch_size, progress=bar.advance)
             if keep_probs:

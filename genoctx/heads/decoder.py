@@ -56,7 +56,6 @@ from genoctx.heads.orfs import (
     TABLE_STOPS,
     Candidates,
     encode,
-    find_candidates,
     find_candidates_many,
     revcomp_codes,
     to_forward,
@@ -67,10 +66,8 @@ from genoctx.heads.start_model import (
     StartTable,
     first_max_per_run,
     fit_start_model,
-    motif_hits,
     pwm_bases,
     rbs_classes,
-    rbs_presence,
     rbs_presence_many,
     train_start_model,
 )
@@ -277,19 +274,14 @@ def closed_ends(closed: bool | Mapping[str, tuple[bool, bool]], contig: str) -> 
 
 
 def _make_strand(contig: str, x: np.ndarray, strand: int, probs_LC: np.ndarray | None,
-                 params: DecoderParams, closed: tuple[bool, bool], rbs: bool = True,
-                 cand: Candidates | None = None) -> _Strand:
-    """One strand; ``closed`` = (5' end, 3' end) of ``x`` closed (see :func:`closed_ends`).
-    With ``rbs=False`` the RBS classes present are left for the caller to fill in
-    (:func:`genoctx.heads.start_model.rbs_presence_many`); ``cand`` are the strand's candidates
-    when the caller found them (:func:`genoctx.heads.orfs.find_candidates_many`)."""
-    if cand is None:
-        cand = find_candidates(x, closed=closed, table=params.translation_table,
-                               min_len=params.min_len, min_edge_len=params.min_edge_len)
+                 params: DecoderParams, cand: Candidates, pres_NR: np.ndarray,
+                 clock: list[int]) -> _Strand:
+    """One strand from its candidates and the RBS classes present upstream of them (found for
+    all strands at once: :func:`genoctx.heads.orfs.find_candidates_many`,
+    :func:`genoctx.heads.start_model.rbs_presence_many`); ``clock`` is the decoder's."""
     kidx, valid = kmer_index(x)
-    pres = rbs_presence(motif_hits(x), cand.start) if rbs else None
-    table = StartTable(cand.stype, pres, pwm_bases(x, cand.start), cand.orf)
-    s = _Strand(contig, strand, x, cand, kidx, valid, table)
+    table = StartTable(cand.stype, pres_NR, pwm_bases(x, cand.start), cand.orf)
+    s = _Strand(contig, strand, x, cand, kidx, valid, table, clock=clock)
     if probs_LC is not None:
         s.neural_codon = _neural_codon_scores(probs_LC, params.neural_clip)
     return s
@@ -499,16 +491,13 @@ class GenomeDecoder:
             p_rc = None if p is None else p[::-1][:, list(RC_PERMUTATION)]
             todo.append((contig, revcomp_codes(x), -1, p_rc, (last, first)))
         # candidates and RBS motifs of all strands in one pass each (a draft has thousands)
-        cands = find_candidates_many([t[1] for t in todo], [t[4] for t in todo],
-                                     table=params.translation_table, min_len=params.min_len,
-                                     min_edge_len=params.min_edge_len)
-        self.strands: list[_Strand] = [_make_strand(*t[:4], params, t[4], rbs=False, cand=c)
-                                       for t, c in zip(todo, cands)]
-        pres = rbs_presence_many([s.x for s in self.strands], [s.cand.start for s in self.strands])
+        xs = [t[1] for t in todo]
+        cands = find_candidates_many(xs, [t[4] for t in todo], table=params.translation_table,
+                                     min_len=params.min_len, min_edge_len=params.min_edge_len)
+        pres = rbs_presence_many(xs, [c.start for c in cands])
         self._clock = [0]  # codon-score changes of any strand (see _Strand.clock)
-        for s, p_NR in zip(self.strands, pres):
-            s.starts = StartTable(s.starts.stype, p_NR, s.starts.bases_NP, s.starts.orf)
-            s.clock = self._clock
+        self.strands: list[_Strand] = [_make_strand(*t[:4], params, c, p_NR, self._clock)
+                                       for t, c, p_NR in zip(todo, cands, pres)]
         self.background = sum(background_counts(s.kidx, s.valid) for s in self.strands)
         counts = sum(np.bincount(s.x, minlength=5)[:4] for s in self.strands[::2])
         self.gc = float(counts[1:3].sum() / max(counts.sum(), 1))

@@ -166,10 +166,6 @@ RRNA_SEED_GAP = 300       # bp: seeds closer than this form one cluster
 RRNA_SEED_MIN = 8         # seeds: a cluster this large is searched
 RRNA_FLANK = 8000         # bp searched on each side: > a 23S gene and barrnap's 3,878-bp window
 RRNA_5S_EVALUE = 10.0     # loose: any 5S-like stretch is searched again with barrnap's cutoff
-_CODE = bytearray(b"\xff" * 256)
-for _i, _c in enumerate(b"ACGT"):
-    _CODE[_c] = _CODE[_c + 32] = _i
-_CODE = bytes(_CODE)
 
 
 def _text(name: str | bytes) -> str:
@@ -190,11 +186,13 @@ def _kmer_codes(seq: bytes, k: int = RRNA_SEED_K):
     all ACGT."""
     import numpy as np
 
-    x = np.frombuffer(seq.translate(_CODE), dtype=np.uint8)
+    from genoctx.heads.orfs import encode
+
+    x = encode(seq)  # 0..3 for ACGT, 4 for anything else
     n = len(x) - k + 1
     if n <= 0:
         return np.zeros(0, np.uint32), np.zeros(0, bool)
-    bad = x == 255
+    bad = x > 3
     xx = np.where(bad, 0, x).astype(np.uint32)
     codes = xx[:n].copy()
     for i in range(1, k):
