@@ -95,37 +95,6 @@ class Candidates:
         return Candidates(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
 
 
-def _frame_candidates(codons: np.ndarray, frame: int, closed: tuple[bool, bool], min_len: int,
-                      min_edge_len: int, table: int = 11) -> tuple[np.ndarray, ...]:
-    """Candidates of one frame: (j, k, stype, partial5, partial3) arrays; ``closed`` says
-    whether the strand's 5' and 3' ends are sequence ends that no gene may run off."""
-    n = len(codons)
-    stops = np.flatnonzero(np.isin(codons, _STOP_IDS[table]))
-    stype_all = START_TYPE[codons]
-    j = np.flatnonzero(stype_all >= 0)
-    pos = np.searchsorted(stops, j)
-    open3 = pos == len(stops)
-    k = np.where(open3, n, stops[np.minimum(pos, max(len(stops) - 1, 0))] if len(stops) else n)
-    stype = stype_all[j]
-    partial5 = np.zeros(len(j), dtype=bool)
-    if not closed[0] and (len(stops) == 0 or stops[0] > 0) and n > 0 and stype_all[0] < 0:
-        # The first ORF of the frame runs in from the 5' edge: a gene may start before the contig.
-        j = np.concatenate([[0], j])
-        k = np.concatenate([[stops[0] if len(stops) else n], k])
-        open3 = np.concatenate([[len(stops) == 0], open3])
-        stype = np.concatenate([[EDGE_START], stype]).astype(np.int8)
-        partial5 = np.concatenate([[True], partial5])
-    length = 3 * (k - j) + np.where(open3, 0, 3)
-    edge = partial5 | open3
-    keep = np.where(edge, length >= min_edge_len, length >= min_len)
-    # no gene spans an unknown base (N runs are assembly gaps, not sequence)
-    bad = np.concatenate([[0], np.cumsum(codons == INVALID_CODON)])
-    keep &= bad[k] == bad[j]
-    if closed[1]:
-        keep &= ~open3
-    return j[keep], k[keep], stype[keep], partial5[keep], open3[keep]
-
-
 def find_candidates(x: np.ndarray, *, closed: bool | tuple[bool, bool] = False,
                     min_len: int = 90, min_edge_len: int = 60, table: int = 11) -> Candidates:
     """All candidate genes of the strand ``x`` (encoded), sorted by (orf, start).
@@ -139,21 +108,9 @@ def find_candidates(x: np.ndarray, *, closed: bool | tuple[bool, bool] = False,
         min_edge_len: minimum length of a gene that runs off a contig edge.
         table: translation table (:data:`TABLE_STOPS`): which codons stop a gene.
     """
-    if table not in TABLE_STOPS:
-        raise ValueError(f"translation table {table} is not supported (known: "
-                         f"{', '.join(map(str, TABLE_STOPS))})")
     ends = (bool(closed[0]), bool(closed[1])) if isinstance(closed, tuple) else (bool(closed),) * 2
-    parts = []
-    for f in range(3):
-        j, k, stype, p5, p3 = _frame_candidates(codon_codes(x, f), f, ends, min_len,
-                                                min_edge_len, table)
-        start = f + 3 * j
-        end = f + 3 * k + np.where(p3, 0, 3)
-        parts.append((np.full(len(j), f, np.int8), j, k, start, end, stype, p5, p3))
-    cols = [np.concatenate(c) for c in zip(*parts)]
-    cand = Candidates(*cols)
-    order = np.lexsort((cand.start, cand.end))
-    return cand.take(order)
+    return find_candidates_many([x], [ends], min_len=min_len, min_edge_len=min_edge_len,
+                                table=table)[0]
 
 
 # Strands scanned end to end in one pass hold at most this many bases together (a longer strand

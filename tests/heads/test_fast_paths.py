@@ -98,11 +98,55 @@ def test_strand_groups():
     assert orfs.strand_groups([3, 4]) == [slice(0, 2)]
 
 
+def _frame_candidates_plain(codons: np.ndarray, frame: int, closed: tuple[bool, bool], min_len: int,
+                      min_edge_len: int, table: int = 11) -> tuple[np.ndarray, ...]:
+    """Candidates of one frame: (j, k, stype, partial5, partial3) arrays; ``closed`` says
+    whether the strand's 5' and 3' ends are sequence ends that no gene may run off."""
+    n = len(codons)
+    stops = np.flatnonzero(np.isin(codons, orfs._STOP_IDS[table]))
+    stype_all = orfs.START_TYPE[codons]
+    j = np.flatnonzero(stype_all >= 0)
+    pos = np.searchsorted(stops, j)
+    open3 = pos == len(stops)
+    k = np.where(open3, n, stops[np.minimum(pos, max(len(stops) - 1, 0))] if len(stops) else n)
+    stype = stype_all[j]
+    partial5 = np.zeros(len(j), dtype=bool)
+    if not closed[0] and (len(stops) == 0 or stops[0] > 0) and n > 0 and stype_all[0] < 0:
+        # The first ORF of the frame runs in from the 5' edge: a gene may start before the contig.
+        j = np.concatenate([[0], j])
+        k = np.concatenate([[stops[0] if len(stops) else n], k])
+        open3 = np.concatenate([[len(stops) == 0], open3])
+        stype = np.concatenate([[orfs.EDGE_START], stype]).astype(np.int8)
+        partial5 = np.concatenate([[True], partial5])
+    length = 3 * (k - j) + np.where(open3, 0, 3)
+    edge = partial5 | open3
+    keep = np.where(edge, length >= min_edge_len, length >= min_len)
+    # no gene spans an unknown base (N runs are assembly gaps, not sequence)
+    bad = np.concatenate([[0], np.cumsum(codons == orfs.INVALID_CODON)])
+    keep &= bad[k] == bad[j]
+    if closed[1]:
+        keep &= ~open3
+    return j[keep], k[keep], stype[keep], partial5[keep], open3[keep]
+
+
+def _candidates_plain(x, closed, min_len, min_edge_len, table):
+    """One strand, one frame at a time: the form find_candidates_many replaced."""
+    parts = []
+    for f in range(3):
+        j, k, stype, p5, p3 = _frame_candidates_plain(orfs.codon_codes(x, f), f, closed,
+                                                      min_len, min_edge_len, table)
+        parts.append((np.full(len(j), f, np.int8), j, k, f + 3 * j,
+                      f + 3 * k + np.where(p3, 0, 3), stype, p5, p3))
+    cand = orfs.Candidates(*[np.concatenate(c) for c in zip(*parts)])
+    return cand.take(np.lexsort((cand.start, cand.end)))
+
+
 @pytest.mark.parametrize("group_bases", [None, 700])
 def test_candidates_of_many_strands_are_each_strands_own(monkeypatch, group_bases):
     """find_candidates_many scans strands end to end; every strand gets exactly (values, dtypes,
-    order) what find_candidates finds in it alone: ends open or closed, strands shorter than a
-    codon, N runs, both genetic codes and several length floors."""
+    order) what the plain one-frame-at-a-time form finds in it alone, and so does
+    find_candidates: ends open or closed, strands shorter than a codon, N runs, both genetic
+    codes and several length floors."""
     if group_bases:  # many runs of strands, each scanned in its own pass
         monkeypatch.setattr(orfs, "GROUP_BASES", group_bases)
     rng = np.random.default_rng(0)
@@ -119,10 +163,12 @@ def test_candidates_of_many_strands_are_each_strands_own(monkeypatch, group_base
         got = find_candidates_many(xs, closed, **opts)
         assert len(got) == len(xs)
         for x, c, g in zip(xs, closed, got, strict=True):
-            want = find_candidates(x, closed=c, **opts)
+            want = _candidates_plain(x, c, opts["min_len"], opts["min_edge_len"], opts["table"])
+            single = find_candidates(x, closed=c, **opts)
             for f in want.__dataclass_fields__:
-                a, b = getattr(g, f), getattr(want, f)
-                assert a.dtype == b.dtype and np.array_equal(a, b), (trial, f)
+                for got_one in (g, single):
+                    a, b = getattr(got_one, f), getattr(want, f)
+                    assert a.dtype == b.dtype and np.array_equal(a, b), (trial, f)
     assert find_candidates_many([], []) == []
 
 
