@@ -22,6 +22,10 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
   least X nats (Prodigal trains its starts on ORFs scoring ≥ 35);
 * ``length_weight=X`` — weight of the ORF length's log-odds in the coding part (shipped:
   decoder.LENGTH_WEIGHT; Prodigal's is 1);
+* ``same_overlap=N``, ``tail_overlap=N``, ``head_overlap=N`` — the programme's overlap limits in
+  bp for consecutive genes on one strand, convergent (3′ ends facing) and divergent (5′ ends
+  facing) genes (shipped: DecoderParams.max_same_overlap 60, max_tail_overlap 200,
+  max_head_overlap 0);
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -165,6 +169,10 @@ def main(argv=None) -> None:
         params = dataclasses.replace(params, train_rounds=int(opts["rounds"]))
     if "starts" in opts:
         params = dataclasses.replace(params, starts_per_orf=int(opts["starts"]))
+    for key, field in (("same_overlap", "max_same_overlap"), ("tail_overlap", "max_tail_overlap"),
+                       ("head_overlap", "max_head_overlap")):
+        if key in opts:
+            params = dataclasses.replace(params, **{field: int(opts[key])})
     if opts.get("scorer") == "0":
         params = dataclasses.replace(params, orf_scorer=False)
     if "share" in opts:

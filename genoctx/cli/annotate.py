@@ -26,6 +26,8 @@ EPILOG = """Examples:
 
   genoctx annotate contigs.fa --procedure meta --out contigs   # metagenomic contigs, each alone
 
+  genoctx annotate plasmids.fa --circular --out plasmids     # complete circular replicons
+
   genoctx annotate mycoplasma.fa -g 4 --out myco               # genetic code 4 (TGA = Trp)
 
   zcat genome.fa.gz | genoctx annotate - --formats gff3,faa --out genome   # from a pipe
@@ -68,6 +70,12 @@ def annotate(
     closed: bool = typer.Option(False, "--closed", "-c", help="Complete, closed sequences: no "
                                 "gene runs off a sequence end (as Prodigal's -c). A region's "
                                 "edge inside its sequence stays open: genes there are partial."),
+    circular: bool = typer.Option(False, "--circular", help="Every sequence is a whole "
+                                  "circular replicon (a complete genome's chromosomes and "
+                                  "plasmids): closed, and genes may cross the origin (GFF3: end "
+                                  "past the sequence length, region Is_circular=true; BED: two "
+                                  "lines; GenBank: join). A --region of one is linear with open "
+                                  "edges."),
     gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
                                     "section holding the contigs (as Prokka and Bakta write it; "
                                     "Roary and Panaroo need it)."),
@@ -108,7 +116,7 @@ def annotate(
                                 batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                                 rna=rna.lower(), procedure=procedure.lower(),
                                 translation_table=translation_table, workers=workers,
-                                closed=closed, need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
+                                closed=closed, circular=circular, need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
         written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta,
                                    locus_tag=locus_tag)
     if not quiet:

@@ -55,6 +55,7 @@ class Annotation:
     model_sha256: str | None = None
     mode: str = "prokaryote"
     source: Path | None = None  # the FASTA annotated: protein and CDS FASTA read it back
+    circular: frozenset[str] = frozenset()  # circular contigs: genes may cross their origin
 
 
 def _shift(items: list, region: Region) -> list:
@@ -127,7 +128,8 @@ def _finders_run(rna: str) -> bool:
 def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                    params: DecoderParams | None = None, rna: str = "auto",
                    procedure: str = "auto", bank=None, progress=None, workers: int = 1,
-                   closed: bool | dict[str, tuple[bool, bool]] = False):
+                   closed: bool | dict[str, tuple[bool, bool]] = False,
+                   circular: bool | frozenset[str] = False):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
@@ -138,7 +140,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     of the workers decode records side by side when each is decoded alone (``meta``); the
     result does not depend on ``workers``. ``closed``: genes may not run off sequence ends
     (complete replicons; Prodigal's ``-c``), or only those a ``{record: (first, last)}`` mapping
-    marks (:func:`genoctx.heads.decoder.closed_ends`).
+    marks (:func:`genoctx.heads.decoder.closed_ends`). ``circular``: records that are whole
+    circular replicons (True: all), whose genes may cross the origin (``call_genes_multi``).
     """
     from genoctx.heads import rna_genes
 
@@ -157,14 +160,16 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
             pool = future = None
     try:
         genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
-                                 progress=progress, workers=workers, closed=closed)
+                                 progress=progress, workers=workers, closed=closed,
+                                 circular=circular)
         if not finders:
             return genes, None
         found = future.result() if future is not None else rna_genes.find_rna_genes(nonempty)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return rna_genes.drop_cds_in_rna(genes, found), found
+    lengths = {c: len(s) for c, s in nonempty}
+    return rna_genes.drop_cds_in_rna(genes, found, lengths=lengths), found
 
 
 def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
@@ -173,7 +178,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,
-                   workers: int = 1, closed: bool = False) -> Annotation:
+                   workers: int = 1, closed: bool = False, circular: bool = False) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -187,6 +192,10 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     ``workers`` processes share the decoding (see :func:`call_bacterial`); the output does not
     depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
     target's own ends where it reaches them; a target's edge inside its sequence stays open.
+    ``circular`` marks every sequence as a whole circular replicon (chromosomes and plasmids
+    of a complete genome): a target that covers its sequence is closed and its genes may cross
+    the origin (end past the sequence's length; prokaryote mode); a region of it is a line
+    whose ends stay open.
     """
     from genoctx.heads.decoder import call_rnas
 
@@ -196,6 +205,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if rna == "model" and model is None:
         raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
     use_tools = _finders_run(rna) and mode == "prokaryote"
+    if mode == "eukaryote" and circular:
+        raise InputError("--circular is for bacterial and archaeal replicons (prokaryote mode)")
     if mode == "eukaryote" and model is None:
         raise InputError("eukaryote mode decodes the annotation head's probabilities: it needs a "
                          "model (--model embedded or a checkpoint), not 'none'")
@@ -254,7 +265,11 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         for name, t in zip(names, targets):
             out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
-    if closed:  # only a sequence's own ends are closed: genes run on past a region's edges
+    ring = frozenset(name for name, t in zip(names, targets)
+                     if circular and (t.start, t.end) == (0, lengths[t.contig]))
+    if circular:  # a region of a circle: its edges are no ends; whole circles are closed
+        closed = {name: (name in ring, name in ring) for name in names}
+    elif closed:  # only a sequence's own ends are closed: genes run on past a region's edges
         closed = {name: (t.start == 0, t.end == lengths[t.contig])
                   for name, t in zip(names, targets)}
     per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
@@ -262,12 +277,13 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
             genes, found = call_bacterial(records, probs or None, params=params,
                                           rna=rna if use_tools else "none", procedure=procedure,
-                                          progress=bar.advance, workers=workers, closed=closed)
+                                          progress=bar.advance, workers=workers, closed=closed,
+                                          circular=ring)
     else:
         with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
             genes, found = call_bacterial(records, probs or None, params=params,
                                           rna=rna if use_tools else "none", procedure=procedure,
-                                          workers=workers, closed=closed)
+                                          workers=workers, closed=closed, circular=ring)
     out_genes, out_rnas = [], []
     genes_of, rnas_of = _by_contig(genes), _by_contig(found or [])  # one pass: many contigs
     for name, t in zip(names, targets):
@@ -281,7 +297,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             rn = []
         out_rnas += _shift([dataclasses.replace(r, contig=t.contig) for r in rn], t)
     return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha,
-                      source=Path(path))
+                      source=Path(path), circular=frozenset(t.contig for name, t in
+                                                            zip(names, targets) if name in ring))
 
 
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...], *,
@@ -331,14 +348,14 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
                 write_spliced_gff3(path, result.genes, result.lengths, attrs=attrs, fasta=fetch)
             else:
                 write_gff3(path, result.genes, result.rnas, result.lengths, attrs=attrs,
-                           fasta=fetch)
+                           fasta=fetch, circular=result.circular)
             written.append(path)
         if "bed" in formats:
             path = prefix.with_name(prefix.name + ".bed")
             if spliced:
                 write_spliced_bed(path, result.genes)
             else:
-                write_bed(path, result.genes, result.rnas)
+                write_bed(path, result.genes, result.rnas, result.lengths)
             written.append(path)
         # genes carry their own translation table (attrs["transl_table"]) when it is not 11
         for fmt, protein in (("faa", True), ("ffn", False)):
@@ -350,7 +367,7 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
             path = prefix.with_name(f"{prefix.name}.gbk")
             write_genbank(path, result.genes, result.rnas,
                           [(t.contig, t.start, t.end, result.lengths[t.contig])
-                           for t in result.targets], fa.fetch)
+                           for t in result.targets], fa.fetch, circular=result.circular)
             written.append(path)
     names = EUKARYOTE_TRACKS if spliced else TRACKS
     for fmt, ext in (("bedgraph", "bedgraph"), ("bigwig", "bw")):

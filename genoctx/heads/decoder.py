@@ -29,8 +29,9 @@ stop codon. Legend: L = contig length, N = candidates, F = features, C = classes
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -100,7 +101,8 @@ CALIBRATION = (0.0868, -0.0651)
 
 @dataclass(frozen=True)
 class GeneCall:
-    """One predicted gene: whole CDS including the stop codon, 0-based half-open."""
+    """One predicted gene: whole CDS including the stop codon, 0-based half-open. On a circular
+    record a gene across the origin has ``end`` past the record's length (GFF3's convention)."""
 
     contig: str
     start: int
@@ -838,6 +840,26 @@ class GenomeDecoder:
         self.prior_model = best
         return self._self_train(best_chosen), best.name
 
+    def like(self, records: list[tuple[str, bytes]], probs: dict | None,
+             closed: bool | Mapping[str, tuple[bool, bool]] = False) -> GenomeDecoder:
+        """A decoder of other ``records`` that scores with this one's trained statistics
+        (coding and codon-pair ratios, start model, G+C) instead of training its own; its
+        :meth:`final` decode adds the ORF scorer's term as this one's did."""
+        d = GenomeDecoder(records, probs, self.params, closed)
+        d.gc = self.gc
+        d.coding_model, d.pair_llr, d.start_model = self.coding_model, self.pair_llr, self.start_model
+        d._score_codons()
+        return d
+
+    def final(self) -> list[np.ndarray]:
+        """Decode with the current statistics as training's last decode does."""
+        return self._finish()
+
+    def contig_scores(self, chosen: list[np.ndarray]) -> list[float]:
+        """Sum of the DP scores of the chosen genes of each contig (strand pairs, in order)."""
+        per = [float(self.dp_scores(si)[c].sum()) for si, c in enumerate(chosen)]
+        return [per[i] + per[i + 1] for i in range(0, len(per), 2)]
+
     def calls(self, chosen: list[np.ndarray]) -> list[GeneCall]:
         """GeneCalls of the chosen candidates, sorted by contig order then position."""
         a, b = self.params.calibration
@@ -887,6 +909,7 @@ def check_options(procedure: str, translation_table: int) -> None:
 def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None, *,
                      params: DecoderParams | None = None,
                      closed: bool | Mapping[str, tuple[bool, bool]] = False,
+                     circular: bool | Collection[str] = False,
                      procedure: str = "auto", bank=None, progress=None,
                      workers: int = 1) -> list[GeneCall]:
     """Call genes on all contigs of one genome with statistics trained across them.
@@ -899,6 +922,10 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         closed: when True, genes may not run off contig ends (complete, closed replicons);
             ``{contig: (first, last)}`` closes only the ends marked True (a region of a longer
             sequence: only where it reaches the sequence's own ends; :func:`closed_ends`).
+        circular: records that are whole circular replicons (True: all of them). They are
+            closed, and genes may span their origin: such a call's ``end`` lies past the
+            record's length (the base after its stop is ``end - length``), as GFF3 writes
+            features across the origin (:func:`circular_calls`).
         procedure: ``single`` self-trains the statistics on all records together, from the
             GC-frame seed; ``meta`` treats each record on its own, starting from the
             best-scoring pre-trained model of the bank (:mod:`genoctx.heads.meta_models`,
@@ -929,7 +956,11 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         procedure = "meta" if sum(len(s) for _, s in records) < META_MAX_BP else "single"
     if workers < 1:
         raise InputError(f"workers must be at least 1, got {workers}")
-    out = _decode_records(records, probs, params, closed, procedure, bank, progress, workers)
+    ring = frozenset(c for c, _ in records) if circular is True else frozenset(circular or ())
+    if ring:  # a circle has no ends for a gene to run off
+        closed = {c: (True, True) if c in ring else closed_ends(closed, c) for c, _ in records}
+    out = _decode_records(records, probs, params, closed, procedure, bank, progress, workers,
+                          ring)
     if params.translation_table != 11:
         for g in out:
             g.attrs["transl_table"] = params.translation_table
@@ -937,13 +968,13 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
 
 
 def _decode_records(records, probs, params, closed, procedure, bank, progress,
-                    workers=1) -> list[GeneCall]:
+                    workers=1, circular=frozenset()) -> list[GeneCall]:
     """The calls of ``call_genes_multi`` once its arguments are checked and resolved."""
     if procedure == "single":
         dec = GenomeDecoder(records, probs, params, closed)
-        return dec.calls(dec.train())
-    jobs = ((c, s, probs.get(c) if probs else None, params, {c: closed_ends(closed, c)})
-            for c, s in records)
+        return circular_calls(dec, dec.train(), records, probs, circular)
+    jobs = ((c, s, probs.get(c) if probs else None, params, {c: closed_ends(closed, c)},
+             c in circular) for c, s in records)
     workers = min(workers, len(records))
     if workers > 1:
         import multiprocessing
@@ -986,24 +1017,89 @@ def _decode_meta_job(job) -> list[GeneCall]:
 
 def _decode_meta(job, bank) -> list[GeneCall]:
     """One record decoded from the best model of ``bank`` (None: the shipped one)."""
-    contig, seq, probs_LC, params, closed = job
+    contig, seq, probs_LC, params, closed, circular = job
     if bank is None:
         from genoctx.heads.meta_models import default_bank
 
         bank = default_bank()
-    dec = GenomeDecoder([(contig, seq)], None if probs_LC is None else {contig: probs_LC},
-                        params, closed)
+    probs = None if probs_LC is None else {contig: probs_LC}
+    dec = GenomeDecoder([(contig, seq)], probs, params, closed)
     chosen, model = dec.train_meta(bank)
-    calls = dec.calls(chosen)
+    calls = circular_calls(dec, chosen, [(contig, seq)], probs,
+                           {contig} if circular else frozenset())
     for g in calls:
         g.attrs["model"] = model
     return calls
 
 
+CIRCULAR_MARGIN = 1e-3  # nats a circle's second decode must gain over the first to be kept
+
+
+def cut_point(calls: list[GeneCall], length: int) -> int:
+    """Where to cut a circular sequence of ``length`` bases for decoding, given its calls with
+    the cut at the origin: the middle of the widest stretch between two calls (no call covers
+    it) in the sequence's middle half, so that genes near the origin lie well inside the cut
+    sequence; the middle of the sequence when no stretch lies there."""
+    best, cut, reach = 0, length // 2, None
+    for lo, hi in sorted((g.start, g.end) for g in calls):
+        mid = (lo + reach) // 2 if reach is not None else -1
+        if reach is not None and lo - reach > best and length // 4 <= mid < length - length // 4:
+            best, cut = lo - reach, mid
+        reach = hi if reach is None else max(reach, hi)
+    return cut
+
+
+def circular_calls(dec: GenomeDecoder, chosen: list[np.ndarray], records, probs,
+                   circular: Collection[str]) -> list[GeneCall]:
+    """``dec``'s calls of ``chosen``, with each record named in ``circular`` decoded as a circle.
+
+    The trained decoder decoded each record as a line from its origin (closed ends). A circular
+    record is decoded again, with the same statistics, as the line that starts at
+    :func:`cut_point` (between two genes, far from the origin), so that a gene may run across
+    the origin; the decode whose genes score higher in total is kept. A gene across the origin
+    has ``end`` > the record's length.
+    """
+    calls = dec.calls(chosen)
+    seqs = dict(records)
+    ring = [c for c, _ in records if c in circular and len(seqs[c])]
+    if not ring:
+        return calls
+    by_contig: dict[str, list[GeneCall]] = {}
+    for g in calls:
+        by_contig.setdefault(g.contig, []).append(g)
+    cuts = {c: cut_point(by_contig.get(c, []), len(seqs[c])) for c in ring}
+    rotated = [(c, seqs[c][cuts[c]:] + seqs[c][:cuts[c]]) for c in ring]
+    rprobs = None
+    if probs:
+        rprobs = {c: np.concatenate([probs[c][cuts[c]:], probs[c][:cuts[c]]])
+                  for c in ring if probs.get(c) is not None}
+    old = dict(zip([s.contig for s in dec.strands[::2]], dec.contig_scores(chosen)))
+    dec._cache.clear()  # its scores are not needed again: memory for the second decode
+    rot = dec.like(rotated, rprobs, closed=True)
+    rchosen = rot.final()
+    new = dict(zip(ring, rot.contig_scores(rchosen)))
+    turned: dict[str, list[GeneCall]] = {}
+    for g in rot.calls(rchosen):
+        turned.setdefault(g.contig, []).append(g)
+    for c in ring:
+        # the same genes score the same up to rounding (the cumulative sums start elsewhere):
+        # only a clearly better decode replaces the first
+        if new[c] > old[c] + CIRCULAR_MARGIN:  # back to the record's coordinates
+            n, cut = len(seqs[c]), cuts[c]
+            by_contig[c] = [dataclasses.replace(g, start=(g.start + cut) % n,
+                                                end=(g.start + cut) % n + g.end - g.start)
+                            for g in turned.get(c, [])]
+    order = {c: i for i, (c, _) in enumerate(records)}
+    return sorted((g for c, v in by_contig.items() for g in v),
+                  key=lambda g: (order[g.contig], g.start, g.end, g.strand))
+
+
 def call_genes(seq: bytes, probs: np.ndarray | None = None, *, contig: str = "",
                params: DecoderParams | None = None, closed: bool = False,
-               procedure: str = "auto") -> list[GeneCall]:
+               circular: bool = False, procedure: str = "auto") -> list[GeneCall]:
     """Call genes on one sequence: ``seq`` (+ optional probs [L, 17]) → list of GeneCall.
+    ``circular``: a whole circular replicon, genes may cross its origin (see
+    :func:`call_genes_multi`).
 
     Example:
         >>> from genoctx.io.fasta import iter_records
@@ -1011,7 +1107,8 @@ def call_genes(seq: bytes, probs: np.ndarray | None = None, *, contig: str = "",
         >>> genes = call_genes(seq, contig=name)   # sequence only; add probs [L, 17] if you have them
     """
     return call_genes_multi([(contig, seq)], None if probs is None else {contig: probs},
-                            params=params, closed=closed, procedure=procedure)
+                            params=params, closed=closed, circular=circular,
+                            procedure=procedure)
 
 
 # --------------------------------------------------------------------------- RNA features

@@ -280,14 +280,20 @@ def find_rna_genes(records: list[tuple[str, bytes]]) -> list[RNACall]:
 
 
 def drop_cds_in_rna(genes: list[GeneCall], rnas: list[RNACall],
-                    min_overlap: int = CDS_RNA_OVERLAP) -> list[GeneCall]:
-    """The CDS calls that overlap no RNA gene (either strand) by ``min_overlap`` bases or more."""
+                    min_overlap: int = CDS_RNA_OVERLAP,
+                    lengths: dict[str, int] | None = None) -> list[GeneCall]:
+    """The CDS calls that overlap no RNA gene (either strand) by ``min_overlap`` bases or more.
+    ``lengths``: contig lengths, which place the pieces of a call across the origin of a
+    circular contig (its end past the length)."""
+    from genoctx.io.writers import forward_parts
+
     by_contig: dict[str, list[tuple[int, int]]] = {}
     for r in rnas:
         by_contig.setdefault(r.contig, []).append((r.start, r.end))
     keep = []
     for g in genes:
         spans = by_contig.get(g.contig, ())
-        if not any(min(g.end, e) - max(g.start, s) >= min_overlap for s, e in spans):
+        if not any(min(b, e) - max(a, s) >= min_overlap
+                   for a, b in forward_parts(g, lengths) for s, e in spans):
             keep.append(g)
     return keep

@@ -87,6 +87,26 @@ def _sequence_regions(lengths: dict[str, int]) -> list[str]:
     return [f"##sequence-region {_esc_seqid(c)} 1 {n}" for c, n in lengths.items() if n > 0]
 
 
+def forward_parts(g, lengths: dict[str, int] | None = None) -> list[tuple[int, int]]:
+    """The forward-strand pieces of an item, in order along the sequence: a spliced gene's CDS
+    parts; a gene across the origin of a circular contig (``end`` past the contig's length
+    in ``lengths``) as the piece up to the end and the piece from the origin; else one."""
+    if getattr(g, "cds", None):
+        return list(g.cds)
+    n = (lengths or {}).get(g.contig)
+    if n is not None and g.end > n:
+        return [(g.start, n), (0, g.end - n)]
+    return [(g.start, g.end)]
+
+
+def _circular_regions(lengths: dict[str, int], circular) -> list[str]:
+    """GFF3 ``region`` rows marking circular contigs (``Is_circular=true``, as the GFF3
+    specification marks them; features across the origin end past the region's length)."""
+    return [f"{_esc_seqid(c)}\t.\tregion\t1\t{n}\t.\t+\t.\t"
+            + _attrs([("ID", f"{c}"), ("Is_circular", "true")])
+            for c, n in lengths.items() if c in circular and n > 0]
+
+
 def _contig_order(lengths: dict[str, int], items: list) -> dict[str, int]:
     missing = sorted({g.contig for g in items} - set(lengths))
     if missing:
@@ -155,7 +175,8 @@ def assign_locus_tags(genes: list, rnas: list, lengths: dict[str, int], prefix: 
 
 
 def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int], *,
-               source: str = "genoctx", attrs: dict | None = None, fasta=None) -> None:
+               source: str = "genoctx", attrs: dict | None = None, fasta=None,
+               circular=()) -> None:
     """Write genes (gene → CDS) and RNAs (gene → tRNA/rRNA/ncRNA) as GFF3.
 
     Args:
@@ -170,17 +191,23 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
         attrs: extra attributes added to every gene line (e.g. ``{"model": sha256}``).
         fasta: optional ``fetch(contig, start, end)``: the contigs' bases follow the features
             after a ``##FASTA`` line, as Prokka and Bakta write it (Roary and Panaroo read it).
+        circular: names of circular contigs. Each gets a ``region`` row with
+            ``Is_circular=true``, and its features may cross the origin: their end lies past
+            the contig's length, as the GFF3 specification writes them.
     """
     order = _contig_order(lengths, list(genes) + list(rna))
     extra = sorted((attrs or {}).items())
     lines = ["##gff-version 3"]
     lines += _sequence_regions(lengths)
+    lines += _circular_regions(lengths, circular)
     rows = [(i, g, "CDS") for i, g in _numbered(list(genes), order, lambda g: "")]
     rows += [(i, r, r.kind) for i, r in _numbered(list(rna), order, lambda r: r.kind + "_")]
     rows.sort(key=lambda t: (order[t[1].contig], t[1].start, t[1].end, t[0]))
     for gid, g, kind in rows:
         lo, hi = _gff_interval(g.start, g.end)
-        if g.end > lengths[g.contig] or g.start < 0 or g.end <= g.start:
+        n = lengths[g.contig]
+        if g.start < 0 or g.end <= g.start or g.end > (
+                min(g.start + n, 2 * n) if g.contig in circular else n):
             raise InputError(f"{gid}: interval {g.start}-{g.end} lies outside contig "
                              f"{g.contig} of length {lengths[g.contig]}")
         col = [_esc_seqid(g.contig), source, None, str(lo), str(hi), _fmt_score(g.score),
@@ -218,16 +245,21 @@ def _write_fasta_section(fh, lengths: dict[str, int], fetch) -> None:
         fh.writelines(seq[i:i + 60] + "\n" for i in range(0, len(seq), 60))
 
 
-def write_bed(path: str | Path, genes: list, rna: list) -> None:
+def write_bed(path: str | Path, genes: list, rna: list,
+              lengths: dict[str, int] | None = None) -> None:
     """BED6 of genes and RNAs, sorted by contig name then start (ready for bgzip + tabix).
 
     Name is the same ID as in the GFF3 (``contig_N`` for genes, ``contig_tRNA_N`` ...); the
-    score column is round(1000 · probability).
+    score column is round(1000 · probability). A gene across the origin of a circular contig
+    (its end past the contig's length in ``lengths``) is written as two lines with one name,
+    the piece up to the contig's end and the piece from its origin: BED has no other way.
     """
     items = list(genes) + list(rna)
     order = {c: i for i, c in enumerate(sorted({g.contig for g in items}))}
     rows = _numbered(list(genes), order, lambda g: "")
     rows += _numbered(list(rna), order, lambda r: r.kind + "_")
+    rows = [(gid, dataclasses.replace(g, start=a, end=b) if (a, b) != (g.start, g.end) else g)
+            for gid, g in rows for a, b in forward_parts(g, lengths)]
     rows.sort(key=lambda t: (t[1].contig, t[1].start, t[1].end, t[0]))
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("".join(_bed6(gid, g) + "\n" for gid, g in rows))
@@ -320,14 +352,15 @@ def write_spliced_bed(path: str | Path, genes: list) -> None:
         fh.write("".join(line + "\n" for line in lines))
 
 
-def _coding_sequence(g, fetch) -> str:
+def _coding_sequence(g, fetch, lengths: dict[str, int] | None = None) -> str:
     """The gene's coding sequence along its own strand, in whole codons (upper case).
 
     ``fetch(contig, start, end)`` returns forward-strand bases. A 5'-partial gene (it runs in
     from a sequence edge) loses the bases before its first whole codon, counted from the stop
-    side; a 3'-partial one the bases after its last whole codon.
+    side; a 3'-partial one the bases after its last whole codon. A gene across the origin of a
+    circular contig is read in its two pieces (:func:`forward_parts`).
     """
-    parts = list(getattr(g, "cds", None) or [(g.start, g.end)])
+    parts = forward_parts(g, lengths)
     nt = "".join(_as_text(fetch(g.contig, a, b)) for a, b in parts).upper()
     if g.strand < 0:
         nt = nt[::-1].translate(_COMPLEMENT)
@@ -374,7 +407,7 @@ def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fet
     order = _contig_order(lengths, list(genes))
     lines = []
     for gid, g in _numbered(list(genes), order, lambda g: ""):
-        nt = _coding_sequence(g, fetch)
+        nt = _coding_sequence(g, fetch, lengths)
         p5, _, left, right = _partial_ends(g)
         info = getattr(g, "attrs", None) or {}
         fields = [("ID", gid), ("partial", f"{int(left)}{int(right)}")]
@@ -390,7 +423,7 @@ def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fet
 
 
 def write_genbank(path: str | Path, genes: list, rnas: list, targets: list, fetch, *,
-                  translation_table: int = 11) -> None:
+                  translation_table: int = 11, circular=()) -> None:
     """Write the annotation as GenBank flat file: one record per annotated sequence, with its
     bases, ``gene`` + ``CDS`` features (``/locus_tag`` = the GFF3 ID, ``/translation``,
     ``/transl_table``, ``/inference``, the score in ``/note``) and RNA genes (``tRNA``,
@@ -407,6 +440,8 @@ def write_genbank(path: str | Path, genes: list, rnas: list, targets: list, fetc
         rnas: RNA features (``kind``, ``attrs`` ``product`` / ``inference``).
         targets: ``(contig, start, end, contig_length)`` of each annotated sequence, in order.
         fetch: ``fetch(contig, start, end)`` → forward-strand bases.
+        circular: names of circular contigs: a whole one is a ``circular`` record, and a gene
+            across its origin is located ``join(start..length,1..end)``.
     """
     import warnings
 
@@ -431,15 +466,17 @@ def write_genbank(path: str | Path, genes: list, rnas: list, targets: list, fetc
             name = re.sub(r"\s+", "_", name)  # a LOCUS line holds no whitespace
             seq = _as_text(fetch(contig, lo, hi)).upper()
             rec = SeqRecord(Seq(seq), id=name, name=name, description=f"{name} annotated by genoctx")
-            rec.annotations.update(molecule_type="DNA", topology="linear")
+            ring = contig in circular and (lo, hi) == (0, n)
+            rec.annotations.update(molecule_type="DNA", topology="circular" if ring else "linear")
             seen = set()
             for fid, f in by_contig.get(contig, ()):
                 key = (f.start, f.end, f.strand, getattr(f, "kind", "CDS"),
                        tuple(getattr(f, "cds", ())))
                 # inside this target, and once even when two overlapping targets both called it
-                if lo <= f.start and f.end <= hi and key not in seen:
+                if lo <= f.start and (f.end <= hi or ring) and key not in seen:
                     seen.add(key)
-                    rec.features += _genbank_features(f, fid, lo, fetch, translation_table)
+                    rec.features += _genbank_features(f, fid, lo, fetch, translation_table,
+                                                      {contig: n} if ring else None)
             yield rec
 
     with atomic_open(path, "w", newline="\n") as fh, warnings.catch_warnings():
@@ -456,8 +493,10 @@ def _gb_location(a: int, b: int, strand: int, left: bool = False, right: bool = 
                           strand=strand)
 
 
-def _genbank_features(f, fid: str, lo: int, fetch, table: int) -> list:
-    """gene + CDS (or RNA, or gene + mRNA + CDS) features of one item, shifted by ``lo``."""
+def _genbank_features(f, fid: str, lo: int, fetch, table: int,
+                      circle: dict[str, int] | None = None) -> list:
+    """gene + CDS (or RNA, or gene + mRNA + CDS) features of one item, shifted by ``lo``;
+    ``circle``: ``{contig: length}`` of a whole circular record (genes across its origin)."""
     from Bio.SeqFeature import CompoundLocation
     from Bio.SeqFeature import SeqFeature as Feat
 
@@ -474,9 +513,14 @@ def _genbank_features(f, fid: str, lo: int, fetch, table: int) -> list:
     full = sum(e - s for s, e in cds_parts)
     cds = dict(q, codon_start=[str(1 + (full % 3 if p5 and not p3 else 0))], transl_table=[str(t)],
                product=["hypothetical protein"], inference=["ab initio prediction:genoctx"],
-               translation=[_protein(_coding_sequence(f, fetch), p5, t).rstrip("*")])
+               translation=[_protein(_coding_sequence(f, fetch, circle), p5, t).rstrip("*")])
     if f.score is not None and math.isfinite(f.score):
         cds["note"] = [f"score={f.score:.4f}"]
+    ring = forward_parts(f, circle)
+    if len(ring) == 2 and not getattr(f, "cds", None):  # across the origin of a circle
+        where = CompoundLocation([_gb_location(s, e, f.strand)
+                                  for s, e in (ring if f.strand > 0 else ring[::-1])])
+        return [Feat(where, type="gene", qualifiers=q), Feat(where, type="CDS", qualifiers=cds)]
     span = _gb_location(f.start - lo, f.end - lo, f.strand, left, right)
     if len(cds_parts) == 1:
         return [Feat(span, type="gene", qualifiers=q), Feat(span, type="CDS", qualifiers=cds)]

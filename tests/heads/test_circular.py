@@ -1,0 +1,179 @@
+"""Circular replicons: genes across the origin, from the decoder through every writer.
+
+The reference is rotation: a circle has no preferred origin, so pPCP1 (a real plasmid) cut at
+another place and decoded as a circle must give the genes of pPCP1 decoded from its own origin,
+moved by the cut, including the gene the new origin falls in.
+"""
+
+from __future__ import annotations
+
+import pytest
+from Bio import SeqIO
+from Bio.Seq import Seq
+
+from genoctx.errors import InputError
+from genoctx.heads.decoder import GeneCall, call_genes_multi, cut_point
+from genoctx.heads.rna_genes import drop_cds_in_rna
+from genoctx.io.annotation import read_genes, read_sequences_genbank
+from genoctx.io.fasta import FastaFile
+from genoctx.io.writers import forward_parts, write_bed, write_genbank, write_gene_fasta, write_gff3
+
+
+@pytest.fixture(scope="module")
+def pcp1(example_fasta):
+    fa = FastaFile(example_fasta)
+    (name, n), = fa.lengths.items()
+    seq = fa.fetch(name, 0, n)
+    calls = call_genes_multi([(name, seq)], closed=True)
+    # the origin moved into the middle of the longest gene
+    g = max(calls, key=lambda g: g.end - g.start)
+    cut = (g.start + g.end) // 2
+    return name, seq, calls, cut
+
+
+def _moved(calls, cut, n):
+    """(start, end, strand) of calls on the sequence cut at ``cut``, in the original's
+    coordinates (a gene across the origin of either: end past n)."""
+    return sorted(((g.start + cut) % n, (g.start + cut) % n + g.end - g.start, g.strand)
+                  for g in calls)
+
+
+def test_decoding_as_a_circle_does_not_depend_on_the_origin(pcp1):
+    name, seq, calls, cut = pcp1
+    n = len(seq)
+    turned = seq[cut:] + seq[:cut]
+    ring = call_genes_multi([(name, turned)], circular=True)
+    assert _moved(ring, cut, n) == sorted((g.start, g.end, g.strand) for g in calls)
+    across = [g for g in ring if g.end > n]
+    assert len(across) == 1 and across[0].start < n
+    assert not any(g.partial[0] or g.partial[1] for g in ring)
+    # as a line, the gene the origin cuts is lost: what the circle is for
+    line = call_genes_multi([(name, turned)], closed=True)
+    assert _moved(line, cut, n) != _moved(ring, cut, n)
+    assert all(g.end <= n for g in line)
+    # self-training across records (single) takes the same path as each record alone (meta)
+    single = call_genes_multi([(name, turned)], circular=[name], procedure="single")
+    assert any(g.end > n for g in single)
+
+
+def test_a_circle_without_a_gene_across_its_origin_decodes_as_before(pcp1):
+    name, seq, calls, _ = pcp1
+    ring = call_genes_multi([(name, seq)], circular=True)
+    assert [(g.start, g.end, g.strand, g.score) for g in ring] == \
+        [(g.start, g.end, g.strand, g.score) for g in calls]
+
+
+def test_cut_point_is_the_widest_gap_of_the_middle_half():
+    def g(a, b):
+        return GeneCall("c", a, b, 1, 0.9, "ATG")
+
+    # gaps: 100-200 (near the origin, not eligible), 400-700 (mid 550) and 800-900
+    calls = [g(0, 100), g(200, 400), g(700, 800), g(900, 990)]
+    assert cut_point(calls, 1000) == 550
+    assert cut_point([], 1000) == 500
+    assert cut_point([g(0, 990)], 1000) == 500  # no gap at all
+
+
+def _gene(contig, start, end, strand):
+    return GeneCall(contig, start, end, strand, 0.9, "ATG")
+
+
+def test_writers_put_a_gene_across_the_origin_in_every_format(tmp_path, pcp1):
+    name, seq, _, cut = pcp1
+    n = len(seq)
+    ring = call_genes_multi([(name, seq[cut:] + seq[:cut])], circular=True)
+    turned = seq[cut:] + seq[:cut]
+    lengths = {name: n}
+
+    def fetch(c, a, b):
+        return turned[a:b]
+
+    (across,) = [g for g in ring if g.end > n]
+    whole = (turned + turned)[across.start:across.end]
+    nt = whole if across.strand > 0 else str(Seq(whole.decode()).reverse_complement()).encode()
+    protein = str(Seq(nt.decode()).translate(table=11))
+    assert protein.endswith("*") and "*" not in protein[:-1]
+
+    gff = tmp_path / "r.gff3"
+    write_gff3(gff, ring, [], lengths, circular={name})
+    text = gff.read_text()
+    assert f"\tregion\t1\t{n}\t" in text and "Is_circular=true" in text
+    back = read_genes(gff, include_joined=True)
+    (g,) = [g for g in back if len(g.parts) == 2]
+    order = [(across.start, n), (0, across.end - n)]
+    assert g.strand == across.strand and g.parts == (order if g.strand > 0 else order[::-1])
+    assert len(back) == len(ring)
+    with pytest.raises(InputError, match="outside contig"):  # only on a circular contig
+        write_gff3(tmp_path / "l.gff3", ring, [], lengths)
+
+    bed = tmp_path / "r.bed"
+    write_bed(bed, ring, [], lengths)
+    rows = [line.split("\t") for line in bed.read_text().splitlines()]
+    assert len(rows) == len(ring) + 1 and all(int(r[2]) <= n for r in rows)
+    pieces = sorted((int(r[1]), int(r[2])) for r in rows if r[3] == rows[0][3])
+    assert pieces == [(0, across.end - n), (across.start, n)]
+
+    faa = tmp_path / "r.faa"
+    write_gene_fasta(faa, ring, lengths, fetch, protein=True)
+    got = {r.description.split(" # ")[1:3] == [str(across.start + 1), str(across.end)]: str(r.seq)
+           for r in SeqIO.parse(faa, "fasta")}
+    assert got[True] == "M" + protein[1:]
+
+    gbk = tmp_path / "r.gbk"
+    write_genbank(gbk, ring, [], [(name, 0, n, n)], fetch, circular={name})
+    rec = SeqIO.read(gbk, "genbank")
+    assert rec.annotations["topology"] == "circular"
+    (cds,) = [f for f in rec.features if f.type == "CDS" and len(f.location.parts) == 2]
+    assert str(cds.extract(rec.seq).translate(table=11)) == protein
+    assert cds.qualifiers["translation"][0] == "M" + protein[1:-1]
+
+
+def test_forward_parts_and_rna_overlap_across_the_origin():
+    g = _gene("c", 950, 1150, -1)
+    assert forward_parts(g, {"c": 1000}) == [(950, 1000), (0, 150)]
+    assert forward_parts(g) == [(950, 1150)]
+    from genoctx.heads.decoder import RNACall
+
+    rna = RNACall("c", 20, 110, 1, "tRNA", 1.0)
+    assert drop_cds_in_rna([g], [rna], lengths={"c": 1000}) == []
+    assert drop_cds_in_rna([g], [rna]) == [g]  # without lengths the piece at 0 is not seen
+
+
+def test_annotate_circular_cli(tmp_path, cli, pcp1, example_fasta):
+    name, seq, _, cut = pcp1
+    turned = tmp_path / "turned.fa"
+    turned.write_bytes(b">%s\n%s\n" % (name.encode(), seq[cut:] + seq[:cut]))
+    code, _, err = cli(["annotate", turned, "--model", "none", "--circular", "--quiet",
+                        "--formats", "gff3,faa", "--out", tmp_path / "ring"])
+    assert code == 0, err
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--closed", "--quiet",
+                        "--formats", "faa", "--out", tmp_path / "plain"])
+    assert code == 0, err
+    # the proteins of a circle do not depend on where its sequence starts
+    proteins = {p: sorted(str(r.seq) for r in SeqIO.parse(tmp_path / f"{p}.faa", "fasta"))
+                for p in ("ring", "plain")}
+    assert proteins["ring"] == proteins["plain"] and len(proteins["ring"]) >= 8
+    assert "Is_circular=true" in (tmp_path / "ring.gff3").read_text()
+    code, _, err = cli(["annotate", turned, "--model", "none", "--circular", "--quiet",
+                        "--mode", "eukaryote", "--out", tmp_path / "euk"])
+    assert code != 0 and "prokaryote" in err
+
+
+def test_annotated_gene_across_a_chromosome_origin_is_found(data_root):
+    """C. trachomatis 434/Bu (train role) annotates its chromosome's first gene across the
+    origin, join(1042397..1042996,1..1176): decoded as a circle, genoctx calls it exactly; as
+    a line it calls a piece of it. Elsewhere the calls are those of the line."""
+    path = data_root / "genomes/bacteria/Chlamydia_trachomatis_GCF_000092665.1_ASM9266v1.gbff.gz"
+    records = [(c, s) for c, s in read_sequences_genbank(path) if len(s)]
+    lengths = {c: len(s) for c, s in records}
+    (truth,) = [g for g in read_genes(path, include_joined=True)
+                if g.joined and g.parts[-1][0] == 0]
+    line = call_genes_multi(records, closed=True)
+    ring = call_genes_multi(records, circular=True)
+    want = (truth.contig, truth.parts[0][0], truth.parts[0][0] + sum(b - a for a, b in truth.parts),
+            truth.strand)
+    assert want in {(g.contig, g.start, g.end, g.strand) for g in ring}
+    assert want not in {(g.contig, g.start, g.end, g.strand) for g in line}
+    n = lengths[truth.contig]
+    far = lambda g: 10_000 < g.start and g.end < n - 10_000
+    assert [g for g in ring if far(g)] == [g for g in line if far(g)]
