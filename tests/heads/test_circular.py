@@ -7,11 +7,13 @@ moved by the cut, including the gene the new origin falls in.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from Bio import SeqIO
 from Bio.Seq import Seq
 
 from genoctx.errors import InputError
+from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, NUM_CLASSES
 from genoctx.heads.decoder import GeneCall, call_genes_multi, cut_point
 from genoctx.heads.rna_genes import drop_cds_in_rna
 from genoctx.io.annotation import read_genes, read_sequences_genbank
@@ -54,6 +56,17 @@ def test_decoding_as_a_circle_does_not_depend_on_the_origin(pcp1):
     # self-training across records (single) takes the same path as each record alone (meta)
     single = call_genes_multi([(name, turned)], circular=[name], procedure="single")
     assert any(g.end > n for g in single)
+    # the head's probabilities turn with the sequence: an in-frame oracle of the circle's genes
+    # (codon positions counted across the origin) keeps every gene, the one across it too
+    labels = np.zeros(n, dtype=np.int64)
+    for g in ring:
+        pos = np.arange(g.start, g.end)
+        q = (pos - g.start) % 3 if g.strand > 0 else (g.end - 1 - pos) % 3
+        labels[pos % n] = np.asarray(CDS_PLUS if g.strand > 0 else CDS_MINUS)[q]
+    probs = np.full((n, NUM_CLASSES), 0.1 / NUM_CLASSES, dtype=np.float32)
+    probs[np.arange(n), labels] += 0.9
+    with_head = call_genes_multi([(name, turned)], {name: probs}, circular=True)
+    assert _moved(with_head, cut, n) == _moved(ring, cut, n)
 
 
 def test_a_circle_without_a_gene_across_its_origin_decodes_as_before(pcp1):
