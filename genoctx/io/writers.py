@@ -103,7 +103,7 @@ def _circular_regions(lengths: dict[str, int], circular) -> list[str]:
     """GFF3 ``region`` rows marking circular contigs (``Is_circular=true``, as the GFF3
     specification marks them; features across the origin end past the region's length)."""
     return [f"{_esc_seqid(c)}\t.\tregion\t1\t{n}\t.\t+\t.\t"
-            + _attrs([("ID", f"{c}"), ("Is_circular", "true")])
+            + _attrs([("ID", f"{c}:1..{n}"), ("Is_circular", "true")])  # NCBI's region IDs
             for c, n in lengths.items() if c in circular and n > 0]
 
 
