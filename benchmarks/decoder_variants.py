@@ -26,6 +26,8 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
   bp for consecutive genes on one strand, convergent (3′ ends facing) and divergent (5′ ends
   facing) genes (shipped: DecoderParams.max_same_overlap 60, max_tail_overlap 200,
   max_head_overlap 0);
+* ``ext=X`` — add X nats per codon to every candidate's coding part (favours longer starts
+  and longer genes);
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -173,6 +175,10 @@ def main(argv=None) -> None:
                        ("head_overlap", "max_head_overlap")):
         if key in opts:
             params = dataclasses.replace(params, **{field: int(opts[key])})
+    if "ext" in opts:  # favour longer starts: + X nats per codon in the coding part
+        base_part, per_codon = dec.coding_part, float(opts["ext"])
+        dec.coding_part = lambda cand, coding, gc, table=11: (
+            base_part(cand, coding, gc, table) + per_codon * (cand.end - cand.start) / 3.0)
     if opts.get("scorer") == "0":
         params = dataclasses.replace(params, orf_scorer=False)
     if "share" in opts:
