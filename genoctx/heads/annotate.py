@@ -147,6 +147,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
 
     finders = _finders_run(rna)
     nonempty = [(c, s) for c, s in records if len(s)]
+    ring = frozenset(c for c, _ in nonempty) if circular is True else frozenset(circular or ())
     pool = future = None
     if finders and workers > 1 and nonempty:
         import multiprocessing
@@ -154,7 +155,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
 
         try:
             pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            future = pool.submit(rna_genes.find_rna_genes, nonempty)
+            future = pool.submit(rna_genes.find_rna_genes, nonempty, ring)
             workers -= 1
         except (OSError, NotImplementedError):  # no process semaphores here: run them in turn
             pool = future = None
@@ -164,7 +165,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
                                  circular=circular)
         if not finders:
             return genes, None
-        found = future.result() if future is not None else rna_genes.find_rna_genes(nonempty)
+        found = (future.result() if future is not None
+                 else rna_genes.find_rna_genes(nonempty, ring))
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

@@ -26,6 +26,7 @@ import importlib
 import importlib.util
 import math
 import os
+from collections.abc import Collection
 
 from genoctx.errors import InputError
 from genoctx.heads.decoder import GeneCall, RNACall
@@ -75,18 +76,25 @@ def cut_ends(left: bool, right: bool) -> dict:
     return {"partial": "true", "cut": (bool(left), bool(right))} if left or right else {}
 
 
-def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) -> list[RNACall]:
-    """tRNA and tmRNA genes of every record (ARAGORN), 0-based half-open, sorted."""
+def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11,
+              circular: Collection[str] = ()) -> list[RNACall]:
+    """tRNA and tmRNA genes of every record (ARAGORN), 0-based half-open, sorted. Records named
+    in ``circular`` are searched as circles (ARAGORN's circular topology): a gene across the
+    origin ends past the record's length."""
     pyaragorn = _require("pyaragorn", "tRNA finding")
-    finder = pyaragorn.RNAFinder(translation_table=translation_table, trna=True, tmrna=True,
-                                 linear=True)
+    finders = {linear: pyaragorn.RNAFinder(translation_table=translation_table, trna=True,
+                                           tmrna=True, linear=linear) for linear in (True, False)}
     version = getattr(pyaragorn, "ARAGORN_VERSION", "")
     out = []
     for contig, seq in records:
         if not seq:
             continue
-        for g in finder.find_rna(finder_sequence(seq)):
-            lo, hi = min(g.begin, g.end) - 1, max(g.begin, g.end)
+        ring = contig in circular
+        for g in finders[not ring].find_rna(finder_sequence(seq)):
+            if ring and g.begin > g.end:  # across the origin: ARAGORN gives begin > end
+                lo, hi = g.begin - 1, g.end + len(seq)
+            else:
+                lo, hi = min(g.begin, g.end) - 1, max(g.begin, g.end)
             if g.type == "tmRNA":
                 kind, product = "tmRNA", "transfer-messenger RNA"
             else:
@@ -94,7 +102,7 @@ def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11) 
                 aa = g.amino_acid or "Xxx"
                 product = f"tRNA-{aa}" + (f"({g.anticodon})" if g.anticodon else "")
             attrs = {"product": product, "inference": f"ARAGORN:{version}".rstrip(":")}
-            if lo < 0 or hi > len(seq):  # ARAGORN reports a gene cut by the contig end whole
+            if not ring and (lo < 0 or hi > len(seq)):  # a gene cut by the end, reported whole
                 attrs.update(cut_ends(lo < 0, hi > len(seq)))
                 lo, hi = max(lo, 0), min(hi, len(seq))
             out.append(RNACall(contig, lo, hi, 1 if g.strand > 0 else -1, kind, math.nan, attrs))
@@ -273,9 +281,11 @@ def rrna_regions(records: list[tuple[str, bytes]], *, chunk: int = 1 << 22) -> l
     return merged
 
 
-def find_rna_genes(records: list[tuple[str, bytes]]) -> list[RNACall]:
-    """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed)."""
-    return sorted(find_trna(records) + find_rrna(records),
+def find_rna_genes(records: list[tuple[str, bytes]],
+                   circular: Collection[str] = ()) -> list[RNACall]:
+    """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed); tRNA and
+    tmRNA genes may cross the origin of the records named in ``circular``."""
+    return sorted(find_trna(records, circular=circular) + find_rrna(records),
                   key=lambda r: (r.contig, r.start, r.end, r.strand, r.kind))
 
 
@@ -289,7 +299,7 @@ def drop_cds_in_rna(genes: list[GeneCall], rnas: list[RNACall],
 
     by_contig: dict[str, list[tuple[int, int]]] = {}
     for r in rnas:
-        by_contig.setdefault(r.contig, []).append((r.start, r.end))
+        by_contig.setdefault(r.contig, []).extend(forward_parts(r, lengths))
     keep = []
     for g in genes:
         spans = by_contig.get(g.contig, ())

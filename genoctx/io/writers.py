@@ -503,8 +503,15 @@ def _genbank_features(f, fid: str, lo: int, fetch, table: int,
     q = {"locus_tag": [fid]}
     info = getattr(f, "attrs", None) or {}
     kind = getattr(f, "kind", None)
+    ring = forward_parts(f, circle)
+    across = len(ring) == 2 and not getattr(f, "cds", None)  # across the origin of a circle
+    if across:
+        where = CompoundLocation([_gb_location(s, e, f.strand)
+                                  for s, e in (ring if f.strand > 0 else ring[::-1])])
     if kind is not None:  # an RNA gene
-        where = _gb_location(f.start - lo, f.end - lo, f.strand, *info.get("cut", (False, False)))
+        if not across:
+            where = _gb_location(f.start - lo, f.end - lo, f.strand,
+                                 *info.get("cut", (False, False)))
         rna = dict(q, **{k: [info[k]] for k in ("product", "inference") if info.get(k)})
         return [Feat(where, type="gene", qualifiers=q), Feat(where, type=kind, qualifiers=rna)]
     cds_parts = list(getattr(f, "cds", None) or [(f.start, f.end)])
@@ -516,10 +523,7 @@ def _genbank_features(f, fid: str, lo: int, fetch, table: int,
                translation=[_protein(_coding_sequence(f, fetch, circle), p5, t).rstrip("*")])
     if f.score is not None and math.isfinite(f.score):
         cds["note"] = [f"score={f.score:.4f}"]
-    ring = forward_parts(f, circle)
-    if len(ring) == 2 and not getattr(f, "cds", None):  # across the origin of a circle
-        where = CompoundLocation([_gb_location(s, e, f.strand)
-                                  for s, e in (ring if f.strand > 0 else ring[::-1])])
+    if across:
         return [Feat(where, type="gene", qualifiers=q), Feat(where, type="CDS", qualifiers=cds)]
     span = _gb_location(f.start - lo, f.end - lo, f.strand, left, right)
     if len(cds_parts) == 1:

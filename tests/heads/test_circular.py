@@ -7,6 +7,8 @@ moved by the cut, including the gene the new origin falls in.
 
 from __future__ import annotations
 
+import gzip
+
 import numpy as np
 import pytest
 from Bio import SeqIO
@@ -190,3 +192,31 @@ def test_annotated_gene_across_a_chromosome_origin_is_found(data_root):
     n = lengths[truth.contig]
     far = lambda g: 10_000 < g.start and g.end < n - 10_000
     assert [g for g in ring if far(g)] == [g for g in line if far(g)]
+
+
+def test_trna_across_the_origin_is_found_and_written(tmp_path, data_root):
+    """E. coli K-12's tRNA-Ile(gat) at 225,381–225,457 (ARAGORN on the genome) in a 40-kb
+    circle cut through it: ARAGORN's circular search finds it across the origin, the CDS filter
+    and the writers see both of its pieces."""
+    pytest.importorskip("pyaragorn")
+    from genoctx.heads.rna_genes import find_trna
+
+    with gzip.open(data_root / "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz", "rt") as fh:
+        seq = bytes(next(SeqIO.parse(fh, "genbank")).seq[:300_000])
+    (t,) = [r for r in find_trna([("e", seq)]) if r.start == 225_380]
+    mid = (t.start + t.end) // 2
+    ring = seq[mid:mid + 20_000] + seq[mid - 20_000:mid]  # the origin falls inside the tRNA
+    n = len(ring)
+    circle = find_trna([("c", ring)], circular={"c"})
+    (hit,) = [r for r in circle if r.end > n]
+    assert (hit.start, hit.end, hit.strand) == (t.start - mid + n, t.end - mid + n, 1)
+    assert hit.attrs["product"] == t.attrs["product"] == "tRNA-Ile(gat)"
+    # as a line the same finder gives the other tRNAs only
+    line = find_trna([("c", ring)])
+    assert [(r.start, r.end) for r in line] == [(r.start, r.end) for r in circle if r.end <= n]
+    cds = _gene("c", 0, 399, -1)  # holds the tRNA's piece after the origin (39 bp)
+    assert drop_cds_in_rna([cds], [hit], lengths={"c": n}) == []
+    gbk = tmp_path / "t.gbk"
+    write_genbank(gbk, [], [hit], [("c", 0, n, n)], lambda c, a, b: ring[a:b], circular={"c"})
+    (feat,) = [f for f in SeqIO.read(gbk, "genbank").features if f.type == "tRNA"]
+    assert str(feat.extract(Seq(ring.decode()))) == seq[t.start:t.end].decode().upper()
