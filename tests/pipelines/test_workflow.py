@@ -1,7 +1,7 @@
 """The annotate-and-score Snakemake workflow: its scripts on hand-made cases, then ``--lint`` and
 the ``.test`` run end to end (real data from the data root) in a temporary copy.
 
-The end-to-end run takes about 90 CPU-seconds (1.5-2.5 min wall on a busy 2-core box); its
+The end-to-end run takes about 110 CPU-seconds (1.5-2.5 min wall on a busy 2-core box); its
 tests are marked ``slow`` (CI runs them).
 """
 
@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE = REPO / "pipelines" / "annotate-and-score"
 SCRIPTS = PIPELINE / "workflow" / "scripts"
-SAMPLES = ("pPCP1", "ex1", "BRCA1", "pPCP1cut")
+SAMPLES = ("pPCP1", "ex1", "BRCA1", "pPCP1cut", "pPCP1ring")
 TRACKS = ("CDS_plus", "CDS_minus", "RNA")
 
 
@@ -58,6 +58,14 @@ def test_plan_cuts_long_contigs_and_packs_short_ones():
     ]
 
 
+def test_plan_keeps_the_contigs_of_a_circular_sample_whole():
+    plan = _script("plan_shards").plan
+    shards = plan({"a": 250, "b": 40, "c": 30}, shard_bases=100, pack_below=50, overlap=10,
+                  whole=True)
+    spans = [[(p.contig, p.start, p.end, p.core_start, p.core_end) for p in s] for s in shards]
+    assert spans == [[("a", 0, 250, 0, 250)], [("b", 0, 40, 0, 40), ("c", 0, 30, 0, 30)]]
+
+
 def test_plan_never_packs_past_shard_bases():
     plan = _script("plan_shards").plan
     shards = plan({f"c{i}": 40 for i in range(5)}, shard_bases=100, pack_below=50, overlap=0)
@@ -74,6 +82,10 @@ def test_merge_keeps_each_feature_once_by_its_three_prime_end():
     assert not merge.owned(plus_in, cores)
     assert merge.owned(minus_in, cores)
     assert merge.three_prime(plus_in) == 119 and merge.three_prime(minus_in) == 90
+    # across the origin of a circle of 1,000 bp: the 3' end is past the origin
+    across = GeneCall("chr", 950, 1030, 1, 0.9, "ATG")
+    assert merge.three_prime(across, 1000) == 29 and merge.owned(across, cores, 1000)
+    assert not merge.owned(across, cores)
 
 
 def test_merge_bedgraph_clips_to_cores_and_joins_equal_runs(tmp_path):
@@ -211,15 +223,20 @@ def test_merged_gff3_is_valid(results, sample, data_root, workdir):
     regions = {h.split()[1]: int(h.split()[3]) for h in headers if h.startswith("##sequence-region")}
     fasta = {"pPCP1": "examples/Yersinia_pestis_pPCP1_NC_005816.fna", "ex1": "reads/ex1/ex1.fa",
              "BRCA1": "variants/brca1_sge/NG_005905.2_BRCA1_RefSeqGene.fasta.gz",
-             "pPCP1cut": workdir / "resources" / "pPCP1_cut.fa"}[sample]
+             "pPCP1cut": workdir / "resources" / "pPCP1_cut.fa",
+             "pPCP1ring": workdir / "resources" / "pPCP1_cut.fa"}[sample]
     with FastaFile(data_root / fasta) as fa:  # an absolute path stays as it is
         assert regions == dict(fa.lengths)  # escaping leaves these names as they are
     ids = [dict(kv.split("=", 1) for kv in r[8].split(";"))["ID"] for r in rows]
     assert len(ids) == len(set(ids)), "duplicate IDs"
     parents = {dict(kv.split("=", 1) for kv in r[8].split(";")).get("Parent") for r in rows}
     assert parents - {None} <= set(ids)
+    # a circle's features may end past its length (across the origin), as GFF3 writes them
+    circles = {r[0] for r in rows if r[2] == "region" and "Is_circular=true" in r[8]}
     for r in rows:
-        assert len(r) == 9 and 1 <= int(r[3]) <= int(r[4]) <= regions[r[0]]
+        n = regions[r[0]]
+        assert len(r) == 9 and 1 <= int(r[3]) <= int(r[4])
+        assert int(r[4]) <= n or (r[0] in circles and int(r[3]) <= n and int(r[4]) < 2 * n)
     # no gene kept twice from overlapping chunks: (contig, strand, 3' end) is unique
     ends = [(r[0], r[6], r[4] if r[6] == "+" else r[3]) for r in rows if r[2] == "CDS"]
     assert len(ends) == len(set(ends))
@@ -298,6 +315,34 @@ def test_closed_sample_gets_no_gene_off_its_ends(results, workdir, tmp_path, cli
     inner = {(g.strand, g.start, g.end) for g in read_gff3_genes(tmp_path / "open.gff3")
              if 500 < g.start and g.end < n - 500}
     assert inner and inner <= {(g.strand, g.start, g.end) for g in merged}
+
+
+@pytest.mark.slow
+def test_circular_sample_calls_the_gene_across_the_origin(results):
+    """pPCP1ring is the opened plasmid of pPCP1cut marked circular: the gene its opening cut
+    (4,815-5,888 on pPCP1, minus strand) comes back whole across the origin, with the protein
+    that the pPCP1 sample's merged annotation gives it."""
+    from genoctx.io.writers import read_gff3_genes
+
+    path = results / "annotate" / "pPCP1ring.gff3"
+    n = int(next(ln for ln in path.read_text().splitlines()
+                 if ln.startswith("##sequence-region")).split()[3])
+    assert f"\tregion\t1\t{n}\t" in path.read_text()
+    genes = read_gff3_genes(path)
+    assert genes and not any(any(g.partial) for g in genes)
+    (across,) = [g for g in genes if g.end > n]
+    assert (across.start, across.end, across.strand) == (4814 - 5300 + n, 5888 - 5300 + n, -1)
+
+    def proteins(sample):
+        text = (results / "annotate" / f"{sample}.faa").read_text().split(">")[1:]
+        return {tuple(r.split(" # ")[1:3]): "".join(r.splitlines()[1:]) for r in text}
+
+    ring, plain = proteins("pPCP1ring"), proteins("pPCP1")
+    assert ring[(str(across.start + 1), str(across.end))] == plain[("4815", "5888")]
+    bed = [ln.split("\t") for ln in (results / "annotate" / "pPCP1ring.bed").read_text().splitlines()]
+    name = [r[3] for r in bed if int(r[2]) == n][0]
+    assert sorted((int(r[1]), int(r[2])) for r in bed if r[3] == name) == \
+        [(0, across.end - n), (across.start, n)]
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ checkpoint plan_shards:
         shard_bases=config["annotate"]["shard_bases"],
         pack_below=config["annotate"]["pack_below"],
         overlap=config["annotate"]["chunk_overlap"],
+        whole=lambda wc: is_circular(wc.sample),
     log:
         "logs/annotate/{sample}/plan_shards.log",
     threads: 1
@@ -43,7 +44,8 @@ rule annotate_shard:
         rna=config["annotate"]["rna"],
         procedure=config["annotate"].get("procedure", "auto"),
         translation_table=config["annotate"].get("translation_table", 11),
-        closed=lambda wc: " --closed" if is_closed(wc.sample) else "",
+        closed=lambda wc: (" --closed" if is_closed(wc.sample) else "")
+        + (" --circular" if is_circular(wc.sample) else ""),
     log:
         "logs/annotate/{sample}/{shard}.log",
     threads: config["annotate"]["threads"]

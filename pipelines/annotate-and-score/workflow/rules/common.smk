@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 from snakemake.exceptions import WorkflowError
 
-SAMPLE_COLUMNS = ("sample", "fasta", "bam", "vcf", "truth", "locus_tag", "closed")
-OPTIONAL_COLUMNS = ("bam", "vcf", "truth", "locus_tag", "closed")
-# Values of the closed column that mean a complete genome (empty, no, false: draft).
+SAMPLE_COLUMNS = ("sample", "fasta", "bam", "vcf", "truth", "locus_tag", "closed", "circular")
+OPTIONAL_COLUMNS = ("bam", "vcf", "truth", "locus_tag", "closed", "circular")
+# Values of the closed and circular columns that mean yes (empty, no, false: no).
 CLOSED_YES = ("yes", "true")
 FILE_COLUMNS = ("fasta", "bam", "vcf", "truth")
 # Probability tracks written by `genoctx annotate` (one bedGraph each); none without a model.
@@ -68,6 +68,12 @@ def has(sample, column):
 def is_closed(sample):
     """Whether the sample sheet marks the genome complete (genoctx annotate --closed)."""
     return samples.loc[sample, "closed"].lower() in CLOSED_YES
+
+
+def is_circular(sample):
+    """Whether the sample sheet marks the genome's sequences as circles (genoctx annotate
+    --circular): its contigs are annotated whole, never cut into shards."""
+    return samples.loc[sample, "circular"].lower() in CLOSED_YES
 
 
 def check_samples(sheet):

@@ -32,27 +32,32 @@ def read_cores(bed: str | Path) -> Cores:
     return dict(cores)
 
 
-def three_prime(feature) -> int:
-    """0-based position of a feature's last base along its strand."""
-    return feature.start if feature.strand == -1 else feature.end - 1
+def three_prime(feature, length: int | None = None) -> int:
+    """0-based position of a feature's last base along its strand; on a circle of ``length``
+    a feature across the origin ends at ``end - length``."""
+    pos = feature.start if feature.strand == -1 else feature.end - 1
+    return pos % length if length else pos
 
 
-def owned(feature, cores: Cores) -> bool:
-    pos = three_prime(feature)
+def owned(feature, cores: Cores, length: int | None = None) -> bool:
+    pos = three_prime(feature, length)
     return any(a <= pos < b for a, b in cores.get(feature.contig, ()))
 
 
-def read_header(gff3: str | Path) -> tuple[dict[str, int], str | None]:
-    """Contig lengths (``##sequence-region``, in order) and the model digest of the gene lines."""
-    lengths, sha = {}, None
+def read_header(gff3: str | Path) -> tuple[dict[str, int], str | None, set[str]]:
+    """Contig lengths (``##sequence-region``, in order), the model digest of the gene lines and
+    the circular contigs (``region`` rows with ``Is_circular=true``)."""
+    lengths, sha, circular = {}, None, set()
     with open(gff3) as fh:
         for line in fh:
             if line.startswith("##sequence-region"):
                 _, name, _, end = line.split()
                 lengths[unquote(name)] = int(end)
+            elif "\tregion\t" in line and "Is_circular=true" in line:
+                circular.add(unquote(line.split("\t")[0]))
             elif sha is None and "\tgene\t" in line and "model_sha256=" in line:
                 sha = line.rstrip("\n").split("model_sha256=")[1].split(";")[0]
-    return lengths, sha
+    return lengths, sha, circular
 
 
 def read_rnas(gff3: str | Path) -> list:
@@ -79,19 +84,23 @@ def read_rnas(gff3: str | Path) -> list:
     return rnas
 
 
-def merge_features(shards: list[tuple[Cores, str | Path]]) -> tuple[list, list, dict, str | None]:
-    """Genes, RNAs, contig lengths and model digest of all shards, each feature kept once."""
+def merge_features(shards: list[tuple[Cores, str | Path]]
+                   ) -> tuple[list, list, dict, str | None, set[str]]:
+    """Genes, RNAs, contig lengths, model digest and circular contigs of all shards, each
+    feature kept once."""
     from genoctx.io.writers import read_gff3_genes
 
-    genes, rnas, lengths, sha = [], [], {}, None
+    genes, rnas, lengths, sha, circular = [], [], {}, None, set()
     for cores, gff3 in shards:
-        shard_lengths, shard_sha = read_header(gff3)
+        shard_lengths, shard_sha, shard_circular = read_header(gff3)
         for contig, n in shard_lengths.items():
             lengths.setdefault(contig, n)
         sha = sha or shard_sha
-        genes += [g for g in read_gff3_genes(gff3) if owned(g, cores)]
-        rnas += [r for r in read_rnas(gff3) if owned(r, cores)]
-    return genes, rnas, lengths, sha
+        circular |= shard_circular
+        ring = {c: shard_lengths[c] for c in shard_circular}
+        genes += [g for g in read_gff3_genes(gff3) if owned(g, cores, ring.get(g.contig))]
+        rnas += [r for r in read_rnas(gff3) if owned(r, cores, ring.get(r.contig))]
+    return genes, rnas, lengths, sha, circular
 
 
 def clip_bedgraph(path: str | Path, cores: Cores) -> list[tuple[str, int, int, str]]:
@@ -133,12 +142,12 @@ def main(smk) -> None:
     from genoctx.io.writers import assign_locus_tags, write_bed, write_gene_fasta, write_gff3
 
     cores = [read_cores(p) for p in smk.input.regions]
-    genes, rnas, lengths, sha = merge_features(list(zip(cores, smk.input.gff3)))
+    genes, rnas, lengths, sha, circular = merge_features(list(zip(cores, smk.input.gff3)))
     if smk.params.locus_tag:
         genes, rnas = assign_locus_tags(genes, rnas, lengths, smk.params.locus_tag)
     write_gff3(smk.output.gff3, genes, rnas, lengths,
-               attrs={"model_sha256": sha} if sha else None)
-    write_bed(smk.output.bed, genes, rnas)
+               attrs={"model_sha256": sha} if sha else None, circular=circular)
+    write_bed(smk.output.bed, genes, rnas, lengths)
     with FastaFile(smk.input.fasta) as fa:  # proteins with the merged GFF3's IDs
         write_gene_fasta(smk.output.faa, genes, lengths, fa.fetch, protein=True,
                          translation_table=smk.params.translation_table)

@@ -4,7 +4,9 @@ A contig longer than ``shard_bases`` is cut into ``ceil(length / shard_bases)`` 
 Each chunk's *core* ``[a, b)`` is widened by ``overlap`` bases on both sides (clipped to the
 contig) to give the region that is annotated, so genes crossing a cut are seen whole. Contigs
 shorter than ``pack_below`` are packed, in FASTA order, into shards of up to ``shard_bases``;
-the other contigs are one shard each (their core is the whole contig).
+the other contigs are one shard each (their core is the whole contig). With ``whole`` (a
+sample of circular sequences) no contig is cut: a circle's genes may cross its origin, which only
+a shard holding the whole contig can see.
 
 Each BED line is ``contig, start, end, core=a-b`` (0-based half-open). ``merge_annotation.py``
 keeps a feature only from the shard whose core holds its 3' end, so the cores of a contig
@@ -34,7 +36,7 @@ class Piece:
 
 
 def plan(lengths: dict[str, int], shard_bases: int, pack_below: int,
-         overlap: int) -> list[list[Piece]]:
+         overlap: int, whole: bool = False) -> list[list[Piece]]:
     """Shards (lists of pieces) covering every base of every non-empty contig once (by cores)."""
     if shard_bases < 1 or pack_below < 0 or overlap < 0:
         raise ValueError("shard_bases must be >= 1, pack_below and overlap >= 0")
@@ -51,7 +53,7 @@ def plan(lengths: dict[str, int], shard_bases: int, pack_below: int,
             pack.append(Piece(contig, 0, n, 0, n))
             packed += n
             continue
-        k = -(-n // shard_bases)
+        k = 1 if whole else -(-n // shard_bases)
         cuts = [round(i * n / k) for i in range(k + 1)]
         for a, b in pairwise(cuts):
             shards.append([Piece(contig, max(0, a - overlap), min(n, b + overlap), a, b)])
@@ -78,7 +80,7 @@ def main(smk) -> None:
     with FastaFile(smk.input.fasta) as fa:
         lengths = dict(fa.lengths)
     shards = plan(lengths, int(smk.params.shard_bases), int(smk.params.pack_below),
-                  int(smk.params.overlap))
+                  int(smk.params.overlap), whole=bool(smk.params.whole))
     if not shards:
         raise SystemExit(f"{smk.input.fasta} holds no sequence to annotate")
     write_plan(shards, Path(smk.output[0]))

@@ -39,19 +39,22 @@ def link_bam(bam: str | Path, link: str | Path, bai: str | Path) -> None:
 
 def gene_depths(bam: str | Path, gff3: str | Path) -> list[dict]:
     """One row per predicted gene: mean depth and fraction of bases with depth > 0."""
+    import numpy as np
+
     from genoctx.io.bam import open_alignment, pileup_channels
     from genoctx.io.regions import Region
-    from genoctx.io.writers import read_gff3_genes
+    from genoctx.io.writers import forward_parts, read_gff3_genes
 
     with open_alignment(bam) as af:
-        contigs = set(af.references)
+        lengths = dict(zip(af.references, af.lengths))
     rows = []
     for g in read_gff3_genes(gff3):
         row = {"gene": g.attrs.get("Parent", g.attrs.get("ID", "")), "contig": g.contig,
                "start": g.start + 1, "end": g.end, "strand": "+" if g.strand == 1 else "-",
                "mean_depth": "", "covered_fraction": ""}
-        if g.contig in contigs:
-            depth = pileup_channels(bam, Region(g.contig, g.start, g.end), None)[:, 0]
+        if g.contig in lengths:  # a gene across a circle's origin: both of its pieces
+            depth = np.concatenate([pileup_channels(bam, Region(g.contig, a, b), None)[:, 0]
+                                    for a, b in forward_parts(g, lengths)])
             row["mean_depth"] = f"{depth.mean():.3f}"
             row["covered_fraction"] = f"{(depth > 0).mean():.3f}"
         rows.append(row)
