@@ -340,7 +340,7 @@ def test_circular_sample_calls_the_gene_across_the_origin(results):
     ring, plain = proteins("pPCP1ring"), proteins("pPCP1")
     assert ring[(str(across.start + 1), str(across.end))] == plain[("4815", "5888")]
     bed = [ln.split("\t") for ln in (results / "annotate" / "pPCP1ring.bed").read_text().splitlines()]
-    name = [r[3] for r in bed if int(r[2]) == n][0]
+    name = next(r[3] for r in bed if int(r[2]) == n)
     assert sorted((int(r[1]), int(r[2])) for r in bed if r[3] == name) == \
         [(0, across.end - n), (across.start, n)]
 
