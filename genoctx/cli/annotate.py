@@ -109,7 +109,12 @@ def annotate(
     from_stdin = str(input) == "-"
     prefix = out if out is not None else Path("stdin" if from_stdin else input.name.split(".")[0])
     with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as given, \
-            _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as source:
+            _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as \
+            (source, rings):
+        if rings and not circular and not quiet:
+            typer.echo(f"note: {len(rings)} record(s) of the input are circular ({rings[0]}"
+                       + (", ..." if len(rings) > 1 else "") + "): add --circular to call genes "
+                       "across their origin", err=True)
         targets = resolve_targets(FastaFile(source), region, regions)
         result = annotate_fasta(source, targets, model=None if model == "none" else model,
                                 device=check_device_name(device), context=context, overlap=overlap,
@@ -132,25 +137,36 @@ def annotate(
 
 @contextlib.contextmanager
 def _flatfile_as_fasta(path: Path, shown: str):
-    """``path`` itself when it is FASTA. A GenBank or EMBL flat file (as Prodigal reads them)
+    """``(path, [])`` when it is FASTA. A GenBank or EMBL flat file (as Prodigal reads them)
     becomes a temporary FASTA of its records' sequences, named by accession.version as NCBI's
-    FASTA files are; errors name ``shown``, the input as the user gave it."""
-    from genoctx.io.annotation import read_sequences_embl, read_sequences_genbank
+    FASTA files are, with the names of the records that say they are circular; errors name
+    ``shown``, the input as the user gave it."""
+    from genoctx.io.annotation import (
+        flatfile_topologies,
+        read_sequences_embl,
+        read_sequences_genbank,
+    )
     from genoctx.io.fasta import sniff_format
 
     fmt, _ = sniff_format(path)
     if fmt not in ("genbank", "embl"):
-        yield path
+        yield path, []
         return
     read = read_sequences_genbank if fmt == "genbank" else read_sequences_embl
     with tempfile.TemporaryDirectory(prefix="genoctx-flatfile-") as tmp:
         fasta = Path(tmp) / "sequences.fa"
         try:
+            names = []
             with open(fasta, "wb") as fh:
-                fh.writelines(b">%s\n%s\n" % (name.encode(), seq) for name, seq in read(path))
+                for name, seq in read(path):
+                    names.append(name)
+                    fh.write(b">%s\n%s\n" % (name.encode(), seq))
             if fasta.stat().st_size == 0:
                 raise InputError(f"{shown}: no {fmt} record with a sequence")
-            yield fasta
+            topologies = flatfile_topologies(path)
+            rings = ([n for n, ring in zip(names, topologies) if ring]
+                     if len(topologies) == len(names) else [])
+            yield fasta, rings
         except InputError as exc:
             raise InputError(str(exc).replace(str(fasta), shown).replace(str(path), shown)) from None
 

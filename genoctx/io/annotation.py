@@ -218,6 +218,14 @@ def read_sequences_genbank(path: str | Path) -> Iterator[tuple[str, bytes]]:
                              "is it a GenBank flat file with an ORIGIN section?") from exc
 
 
+def flatfile_topologies(path: str | Path) -> list[bool]:
+    """Whether each record of a GenBank or EMBL file (gz ok), in file order, says it is
+    ``circular`` (GenBank's LOCUS line, EMBL's ID line)."""
+    with _open_text(path) as fh:
+        return [" circular" in line.replace(";", " ").lower()
+                for line in fh if line.startswith(("LOCUS ", "ID "))]
+
+
 def read_sequences_embl(path: str | Path) -> Iterator[tuple[str, bytes]]:
     """Yield (accession.version, sequence bytes) for every record of an EMBL file (gz ok)."""
     from Bio import SeqIO

@@ -502,6 +502,32 @@ def test_genbank_and_embl_input_give_the_fasta_genes(example_fasta, example_genb
     assert not (tmp_path / "bare.gff3").exists() and not (tmp_path / "bare.faa").exists()
 
 
+def test_circular_flat_file_records_are_pointed_out(example_fasta, example_genbank, tmp_path,
+                                                   cli):
+    """pPCP1's GenBank record says it is circular (LOCUS line): genoctx reads it as Prodigal does
+    (a line), and says that --circular would decode it as a circle."""
+    from Bio import SeqIO
+
+    from genoctx.io.annotation import flatfile_topologies
+
+    embl = tmp_path / "p.embl"
+    SeqIO.convert(example_genbank, "genbank", embl, "embl")
+    assert flatfile_topologies(example_genbank) == flatfile_topologies(embl) == [True]
+    linear = tmp_path / "linear.gb"
+    linear.write_text(example_genbank.read_text().replace(" circular ", " linear   ", 1))
+    assert flatfile_topologies(linear) == [False]
+    args = ["--formats", "gff3", "--model", "none"]
+    for source, hint in ((example_genbank, True), (embl, True), (linear, False),
+                         (example_fasta, False)):
+        code, _, err = cli(["annotate", source, "--out", tmp_path / "o", *args])
+        assert code == 0, err
+        assert ("add --circular" in err) == hint, (source, err)
+        assert ("(NC_005816.1)" in err) == hint
+    code, _, err = cli(["annotate", example_genbank, "--circular", "--out", tmp_path / "c", *args])
+    assert code == 0 and "add --circular" not in err
+    assert "Is_circular=true" in (tmp_path / "c.gff3").read_text()
+
+
 def test_standard_input_gives_the_same_output(example_fasta, tmp_path, cli, monkeypatch):
     """`genoctx annotate -` reads FASTA (plain or gzip) from a pipe; errors name standard input."""
     import io
