@@ -26,6 +26,10 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
   bp for consecutive genes on one strand, convergent (3′ ends facing) and divergent (5′ ends
   facing) genes (shipped: DecoderParams.max_same_overlap 60, max_tail_overlap 200,
   max_head_overlap 0);
+* ``down=K`` — score the composition also over the K bases after the start codon (the start
+  model's position table grows; the universal prior, fitted for the shipped positions, is
+  left out);
+* ``noprior=1`` — without the universal start prior (its control);
 * ``ext=X`` — add X nats per codon to every candidate's coding part (favours longer starts
   and longer genes);
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
@@ -175,6 +179,12 @@ def main(argv=None) -> None:
                        ("head_overlap", "max_head_overlap")):
         if key in opts:
             params = dataclasses.replace(params, **{field: int(opts[key])})
+    if "down" in opts:  # composition also over the K bases after the start codon
+        from genoctx.heads import start_model as sm
+
+        sm.PWM_OFFSETS = np.concatenate([sm.PWM_OFFSETS, np.arange(3, 3 + int(opts["down"]))])
+    if opts.get("noprior") == "1" or "down" in opts:  # the universal prior has 32 positions
+        params = dataclasses.replace(params, start_prior={})
     if "ext" in opts:  # favour longer starts: + X nats per codon in the coding part
         base_part, per_codon = dec.coding_part, float(opts["ext"])
         dec.coding_part = lambda cand, coding, gc, table=11: (
