@@ -855,11 +855,6 @@ class GenomeDecoder:
         """Decode with the current statistics as training's last decode does."""
         return self._finish()
 
-    def contig_scores(self, chosen: list[np.ndarray]) -> list[float]:
-        """Sum of the DP scores of the chosen genes of each contig (strand pairs, in order)."""
-        per = [float(self.dp_scores(si)[c].sum()) for si, c in enumerate(chosen)]
-        return [per[i] + per[i + 1] for i in range(0, len(per), 2)]
-
     def calls(self, chosen: list[np.ndarray]) -> list[GeneCall]:
         """GeneCalls of the chosen candidates, sorted by contig order then position."""
         a, b = self.params.calibration
@@ -1032,65 +1027,74 @@ def _decode_meta(job, bank) -> list[GeneCall]:
     return calls
 
 
-CIRCULAR_MARGIN = 1e-3  # nats a circle's second decode must gain over the first to be kept
+CIRCLE_WINDOW = 50_000  # bp on each side of a circle's origin that are decoded again
 
 
-def cut_point(calls: list[GeneCall], length: int) -> int:
-    """Where to cut a circular sequence of ``length`` bases for decoding, given its calls with
-    the cut at the origin: the middle of the widest stretch between two calls (no call covers
-    it) in the sequence's middle half, so that genes near the origin lie well inside the cut
-    sequence; the middle of the sequence when no stretch lies there."""
-    best, cut, reach = 0, length // 2, None
-    for lo, hi in sorted((g.start, g.end) for g in calls):
-        mid = (lo + reach) // 2 if reach is not None else -1
-        if reach is not None and lo - reach > best and length // 4 <= mid < length - length // 4:
-            best, cut = lo - reach, mid
-        reach = hi if reach is None else max(reach, hi)
-    return cut
+def gap_middle(spans, lo: int, hi: int) -> int | None:
+    """The middle of the widest stretch of ``[lo, hi)`` that no ``(start, end)`` span covers;
+    None when the spans cover all of it."""
+    best, at, reach = 0, None, lo
+    for s, e in sorted(spans):
+        if e <= reach:
+            continue
+        if s > reach and min(s, hi) - reach > best:
+            best, at = min(s, hi) - reach, (reach + min(s, hi)) // 2
+        reach = e
+        if reach >= hi:
+            return at
+    if hi - reach > best:
+        at = (reach + hi) // 2
+    return at
 
 
 def circular_calls(dec: GenomeDecoder, chosen: list[np.ndarray], records, probs,
                    circular: Collection[str]) -> list[GeneCall]:
     """``dec``'s calls of ``chosen``, with each record named in ``circular`` decoded as a circle.
 
-    The trained decoder decoded each record as a line from its origin (closed ends). A circular
-    record is decoded again, with the same statistics, as the line that starts at
-    :func:`cut_point` (between two genes, far from the origin), so that a gene may run across
-    the origin; the decode whose genes score higher in total is kept. A gene across the origin
-    has ``end`` > the record's length.
+    The trained decoder decoded each record as a line from its origin (closed ends), which
+    loses a gene across the origin and the upstream sequence of a gene just after it. For a
+    circular record the stretch of up to ``CIRCLE_WINDOW`` bases on each side of the origin is
+    decoded again, joined across it, with the same statistics (open ends, far from what is
+    kept): between two points near the middle of each side that no gene of either decode
+    covers, its genes replace the first decode's. A gene across the origin has ``end`` > the
+    record's length.
     """
     calls = dec.calls(chosen)
     seqs = dict(records)
-    ring = [c for c, _ in records if c in circular and len(seqs[c])]
+    ring = [c for c, _ in records if c in circular and len(seqs[c]) >= 2]
     if not ring:
         return calls
     by_contig: dict[str, list[GeneCall]] = {}
     for g in calls:
         by_contig.setdefault(g.contig, []).append(g)
-    cuts = {c: cut_point(by_contig.get(c, []), len(seqs[c])) for c in ring}
-    rotated = [(c, seqs[c][cuts[c]:] + seqs[c][:cuts[c]]) for c in ring]
-    rprobs = None
+    half = {c: min(CIRCLE_WINDOW, len(seqs[c]) // 2) for c in ring}
+    # the window of a circle of n bases: positions n - w .. n - 1, then 0 .. w - 1
+    windows = [(c, seqs[c][len(seqs[c]) - half[c]:] + seqs[c][:half[c]]) for c in ring]
+    wprobs = None
     if probs:
-        rprobs = {c: np.concatenate([probs[c][cuts[c]:], probs[c][:cuts[c]]])
+        wprobs = {c: np.concatenate([probs[c][len(probs[c]) - half[c]:], probs[c][:half[c]]])
                   for c in ring if probs.get(c) is not None}
-    old = dict(zip([s.contig for s in dec.strands[::2]], dec.contig_scores(chosen)))
-    dec._cache.clear()  # its scores are not needed again: memory for the second decode
-    rot = dec.like(rotated, rprobs, closed=True)
-    rchosen = rot.final()
-    new = dict(zip(ring, rot.contig_scores(rchosen)))
-    turned: dict[str, list[GeneCall]] = {}
-    for g in rot.calls(rchosen):
-        turned.setdefault(g.contig, []).append(g)
+    win = dec.like(windows, wprobs)  # open: the window's edges are no ends of the circle
+    found: dict[str, list[GeneCall]] = {}
+    for g in win.calls(win.final()):
+        found.setdefault(g.contig, []).append(g)
     for c in ring:
-        # the same genes score the same up to rounding (the cumulative sums start elsewhere):
-        # only a clearly better decode replaces the first
-        if new[c] > old[c] + CIRCULAR_MARGIN:  # back to the record's coordinates
-            n, cut = len(seqs[c]), cuts[c]
-            by_contig[c] = [dataclasses.replace(g, start=(g.start + cut) % n,
-                                                end=(g.start + cut) % n + g.end - g.start)
-                            for g in turned.get(c, [])]
+        n, w = len(seqs[c]), half[c]
+        shift = n - w  # window position q is position (q + shift) % n of the circle
+        line = [((g.start - shift) % n, g) for g in by_contig.get(c, [])]
+        spans = [(g.start, g.end) for g in found.get(c, [])]
+        for q, g in line:  # the first decode's genes in window positions (also wrapped)
+            spans += [(q, q + g.end - g.start), (q - n, q + g.end - g.start - n)]
+        left, right = gap_middle(spans, w // 4, 3 * w // 4), gap_middle(spans, 5 * w // 4, 7 * w // 4)
+        if left is None or right is None:
+            continue
+        drop = {id(g) for q, g in line if left <= q and q + g.end - g.start <= right}
+        new = [g for g in found.get(c, []) if left <= g.start and g.end <= right]
+        by_contig[c] = [g for g in by_contig.get(c, []) if id(g) not in drop] + [
+            dataclasses.replace(g, start=(g.start + shift) % n,
+                                end=(g.start + shift) % n + g.end - g.start) for g in new]
     order = {c: i for i, (c, _) in enumerate(records)}
-    return sorted((g for c, v in by_contig.items() for g in v),
+    return sorted((g for v in by_contig.values() for g in v),
                   key=lambda g: (order[g.contig], g.start, g.end, g.strand))
 
 

@@ -16,7 +16,7 @@ from Bio.Seq import Seq
 
 from genoctx.errors import InputError
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, NUM_CLASSES
-from genoctx.heads.decoder import GeneCall, call_genes_multi, cut_point
+from genoctx.heads.decoder import GeneCall, call_genes_multi, gap_middle
 from genoctx.heads.rna_genes import drop_cds_in_rna
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.fasta import FastaFile
@@ -78,15 +78,15 @@ def test_a_circle_without_a_gene_across_its_origin_decodes_as_before(pcp1):
         [(g.start, g.end, g.strand, g.score) for g in calls]
 
 
-def test_cut_point_is_the_widest_gap_of_the_middle_half():
-    def g(a, b):
-        return GeneCall("c", a, b, 1, 0.9, "ATG")
-
-    # gaps: 100-200 (near the origin, not eligible), 400-700 (mid 550) and 800-900
-    calls = [g(0, 100), g(200, 400), g(700, 800), g(900, 990)]
-    assert cut_point(calls, 1000) == 550
-    assert cut_point([], 1000) == 500
-    assert cut_point([g(0, 990)], 1000) == 500  # no gap at all
+def test_gap_middle_is_the_middle_of_the_widest_uncovered_stretch():
+    spans = [(0, 100), (200, 400), (700, 800), (900, 990)]
+    assert gap_middle(spans, 0, 1000) == 550
+    assert gap_middle(spans, 0, 300) == 150       # only what lies in the range counts
+    assert gap_middle(spans[::-1], 350, 720) == 550
+    assert gap_middle([(0, 50)], 0, 100) == 75     # a stretch up to the range's end
+    assert gap_middle([(-30, 20), (10, 60)], 0, 100) == 80
+    assert gap_middle([], 10, 20) == 15
+    assert gap_middle([(0, 1000)], 10, 20) is None
 
 
 def _gene(contig, start, end, strand):
