@@ -186,11 +186,23 @@ class _ClassPart:
         return f"CDS{sign}{(self.first + j) % 3}"
 
 
-def _is_truth(f: Feature) -> bool:
+def _across_origin(f: Feature, length: int | None) -> bool:
+    """Whether a feature is one piece up to the end of its circular contig of ``length`` bases
+    and one from its start, in transcription order (a gene across the origin, as
+    ``genoctx annotate --circular`` and NCBI write them)."""
+    if not length or len(f.parts) != 2:
+        return False
+    first, second = f.parts if f.strand > 0 else f.parts[::-1]
+    return first[1] == length and second[0] == 0 and second[1] <= first[0]
+
+
+def _is_truth(f: Feature, length: int | None = None) -> bool:
     """As :func:`genoctx.io.annotation.label_tracks`: pseudo, unclassable and joined or
-    strand-less CDS features are not ground truth (their bases get class '.')."""
+    strand-less CDS features are not ground truth (their bases get class '.'). A CDS joined
+    only across the origin of its contig (``length`` bases) is: its codons are read across."""
     return not (f.pseudo or f.kind == "transcript"
-                or (f.kind == "CDS" and (f.joined or f.strand == 0)))
+                or (f.kind == "CDS" and ((f.joined and not _across_origin(f, length))
+                                         or f.strand == 0)))
 
 
 def _first_phase(f: Feature) -> int:
@@ -235,12 +247,13 @@ class GeneModel:
             if contig not in fasta.lengths:
                 continue
             _check_bounds(contig, feats, fasta.lengths[contig])
-            txs = _transcripts(contig, feats, self.table)
+            n = fasta.lengths[contig]
+            txs = _transcripts(contig, feats, self.table, n)
             self.num_transcripts += len(txs)
             self._tx[contig] = _Intervals([(*t.envelope, t) for t in txs])
             self._classes[contig] = _Intervals(
-                [(p.start, p.end, p) for f in feats if _is_truth(f) for p in _class_parts(f)]
-                + [(s, e, None) for f in feats if not _is_truth(f) for s, e in f.parts])
+                [(p.start, p.end, p) for f in feats if _is_truth(f, n) for p in _class_parts(f)]
+                + [(s, e, None) for f in feats if not _is_truth(f, n) for s, e in f.parts])
         self.contigs = frozenset(self._tx)
 
     @classmethod
@@ -352,16 +365,18 @@ def _feature_table(f: Feature, default: int) -> int:
                          f"{f.end}: transl_table={value!r} is not a number") from None
 
 
-def _transcripts(contig: str, feats: list[Feature], table: int = 11) -> list[_Transcript]:
+def _transcripts(contig: str, feats: list[Feature], table: int = 11,
+                 length: int | None = None) -> list[_Transcript]:
     """Coding transcripts (one per ground-truth CDS; genetic code ``table`` unless the CDS
-    names its own) and spliced non-coding transcripts."""
+    names its own; a CDS across the origin of the contig of ``length`` bases is one) and
+    spliced non-coding transcripts."""
     introns: dict[str, list[tuple[int, int]]] = {}
     for f in feats:
         if f.kind == "intron" and _is_truth(f) and f.transcript_id:
             introns.setdefault(f.transcript_id, []).extend(f.parts)
     out, used = [], set()
     for f in feats:
-        if f.kind != "CDS" or not _is_truth(f):
+        if f.kind != "CDS" or not _is_truth(f, length):
             continue
         tid = f.transcript_id
         used.add(tid)

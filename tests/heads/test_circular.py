@@ -20,7 +20,14 @@ from genoctx.heads.decoder import GeneCall, call_genes_multi, gap_middle
 from genoctx.heads.rna_genes import drop_cds_in_rna
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.fasta import FastaFile
-from genoctx.io.writers import forward_parts, write_bed, write_genbank, write_gene_fasta, write_gff3
+from genoctx.io.writers import (
+    forward_parts,
+    read_gff3_genes,
+    write_bed,
+    write_genbank,
+    write_gene_fasta,
+    write_gff3,
+)
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +227,48 @@ def test_trna_across_the_origin_is_found_and_written(tmp_path, data_root):
     write_genbank(gbk, [], [hit], [("c", 0, n, n)], lambda c, a, b: ring[a:b], circular={"c"})
     (feat,) = [f for f in SeqIO.read(gbk, "genbank").features if f.type == "tRNA"]
     assert str(feat.extract(Seq(ring.decode()))) == seq[t.start:t.end].decode().upper()
+
+
+def test_variant_consequences_read_codons_across_the_origin(tmp_path, cli, pcp1, example_fasta):
+    """score-variants with the --circular annotation of pPCP1 cut inside a gene gives every
+    variant the class and consequence that the same variant gets on pPCP1 itself, the gene's
+    two pieces included."""
+    import pysam
+
+    name, seq, _, cut = pcp1
+    n = len(seq)
+    turned = tmp_path / "turned.fa"
+    turned.write_bytes(b">%s\n%s\n" % (name.encode(), seq[cut:] + seq[:cut]))
+    for fasta, out, flag in ((turned, "ring", "--circular"), (example_fasta, "line", "--closed")):
+        code, _, err = cli(["annotate", fasta, "--model", "none", flag, "--quiet", "--formats",
+                            "gff3", "--out", tmp_path / out])
+        assert code == 0, err
+    (across,) = [g for g in read_gff3_genes(tmp_path / "ring.gff3") if g.end > n]
+    # SNVs on both pieces of the gene across the origin, near its ends and elsewhere; a deletion
+    at = [across.start + 1, across.start + 200, n - 3, n - 1, 0, 2, 150, across.end - n - 2,
+          1000, 3000, 8000]
+    alt = {"A": "C", "C": "G", "G": "T", "T": "A"}
+
+    def vcf(path, positions, s):
+        lines = [f"##fileformat=VCFv4.2\n##contig=<ID={name},length={n}>\n",
+                 "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"]
+        lines += [f"{name}\t{p + 1}\t.\t{chr(s[p])}\t{alt[chr(s[p])]}\t.\t.\t.\n" for p in positions]
+        lines.append(f"{name}\t{positions[1] + 1}\t.\t{s[positions[1]:positions[1] + 2].decode()}"
+                     f"\t{chr(s[positions[1]])}\t.\t.\t.\n")  # a 1-base deletion: frameshift
+        path.write_text("".join(lines))
+
+    ring_seq = seq[cut:] + seq[:cut]
+    vcf(tmp_path / "ring.vcf", at, ring_seq)
+    vcf(tmp_path / "line.vcf", [(p + cut) % n for p in at], seq)
+    got = {}
+    for which, fasta in (("ring", turned), ("line", example_fasta)):
+        code, _, err = cli(["score-variants", tmp_path / f"{which}.vcf", "--reference", fasta,
+                            "--annotation", tmp_path / f"{which}.gff3", "--context", "128",
+                            "--out", tmp_path / f"{which}.out.vcf"])
+        assert code == 0, err
+        with pysam.VariantFile(str(tmp_path / f"{which}.out.vcf")) as vf:
+            got[which] = [(r.info["GCX_CLASS"], r.info["GCX_CONSEQ"]) for r in vf]
+    assert got["ring"] == got["line"]
+    classes = [c for c, _ in got["ring"]]
+    assert sum(c.startswith("CDS-" if across.strand < 0 else "CDS+") for c in classes[:8]) == 8
+    assert got["ring"][-1][1] == ("frameshift",)
