@@ -32,6 +32,7 @@ import gzip
 import lzma
 import mmap
 import os
+import re
 import secrets
 import stat
 import zlib
@@ -164,6 +165,31 @@ def _open_stream(path: Path, compression: str):
     if compression == "bz2":
         return bz2.open(path, "rb")
     return open(path, "rb")
+
+
+_CIRCULAR_TAG = re.compile(rb"(?:^|\s)circular=(?:true|yes)\b|\[topology=circular\]", re.IGNORECASE)
+
+
+def circular_headers(path: str | Path, block: int = 1 << 22) -> list[str]:
+    """Names of the records whose FASTA header says they are circular: Unicycler's
+    ``circular=true`` or NCBI's ``[topology=circular]`` (``genoctx annotate`` points to
+    ``--circular`` for them). Reads the file once, in blocks, looking only at header lines."""
+    path = Path(path)
+    out, tail = [], b""
+    with _open_stream(path, _require_fasta(path)) as fh:
+        while True:
+            chunk = fh.read(block)
+            data = tail + chunk
+            # headers wholly inside data: a '>' at a line start up to its line end
+            end = len(data) if not chunk else data.rfind(b"\n") + 1
+            for m in re.finditer(rb"(?m)^>([^\n]*)", data[:end]):
+                head = m.group(1).rstrip(b"\r")
+                fields = head.split(None, 1)
+                if len(fields) == 2 and _CIRCULAR_TAG.search(fields[1]):
+                    out.append(fields[0].decode("utf-8", errors="replace"))
+            tail = data[end:]
+            if not chunk:
+                return out
 
 
 # --------------------------------------------------------------------------- streaming

@@ -528,6 +528,30 @@ def test_circular_flat_file_records_are_pointed_out(example_fasta, example_genba
     assert "Is_circular=true" in (tmp_path / "c.gff3").read_text()
 
 
+def test_circular_fasta_headers_are_pointed_out(example_fasta, tmp_path, cli):
+    """Unicycler writes `circular=true` in its FASTA headers and NCBI's submission FASTA
+    `[topology=circular]` (Bakta reads both); genoctx points to --circular for such records,
+    whatever the compression and however the file is read in blocks."""
+    from genoctx.io.fasta import circular_headers
+
+    body = b"".join(example_fasta.read_bytes().splitlines(keepends=True)[1:])
+    text = (b">pPCP1 length=9609 depth=1.00x circular=true\n" + body
+            + b">p2 [topology=circular] [completeness=complete]\nACGTACGTAC\n"
+            + b">p3 circular=false\nACGTACGTAC\n>p4\nACGT\n")
+    plain, packed = tmp_path / "u.fa", tmp_path / "u.fa.gz"
+    plain.write_bytes(text)
+    packed.write_bytes(gzip.compress(text))
+    for path in (plain, packed):
+        for block in (7, 64, 1 << 22):  # headers across block ends
+            assert circular_headers(path, block=block) == ["pPCP1", "p2"]
+    assert circular_headers(example_fasta) == []
+    args = ["--formats", "gff3", "--model", "none", "--out", tmp_path / "o"]
+    code, _, err = cli(["annotate", plain, *args])
+    assert code == 0 and "2 record(s) of the input are circular (pPCP1, ...)" in err
+    code, _, err = cli(["annotate", plain, "--circular", *args])
+    assert code == 0 and "add --circular" not in err
+
+
 def test_standard_input_gives_the_same_output(example_fasta, tmp_path, cli, monkeypatch):
     """`genoctx annotate -` reads FASTA (plain or gzip) from a pipe; errors name standard input."""
     import io
