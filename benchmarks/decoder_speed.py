@@ -1,6 +1,6 @@
 """What the gene decoder alone costs: gene calls from the sequence, no model, no RNA finders.
 
-Three cases on one genome (default: E. coli K-12, a train genome; nothing is scored, only timed):
+Four cases on one genome (default: E. coli K-12, a train genome; nothing is scored, only timed):
 
 * ``single`` — the whole genome, statistics self-trained on it (``call_genes_multi(...,
   procedure="single")``, what ``genoctx annotate --model none`` runs before the RNA finders);
@@ -8,7 +8,10 @@ Three cases on one genome (default: E. coli K-12, a train genome; nothing is sco
   from the best model of the shipped bank, one process (``procedure="meta"``);
 * ``draft`` — the genome's longest record cut into contigs of ``--draft-size`` bases (a
   fragmented draft assembly or a MAG), statistics self-trained on all of them together
-  (``procedure="single"``): what costs per contig rather than per base shows here.
+  (``procedure="single"``): what costs per contig rather than per base shows here;
+* ``circular`` — the whole genome with every record a circle (``circular=True``, what
+  ``genoctx annotate --circular`` runs): what the second decode around each origin costs beside
+  ``single``. A checkout without the option has no row for it.
 
 Each repeat runs in a fresh process. ``--code DIR ...`` times other checkouts of genoctx too (a
 ``git worktree`` of an older commit, say), alternating with this one repeat by repeat so that
@@ -39,7 +42,7 @@ import time
 
 REPO = _HERE.parent
 SIZE = 10_000
-CASES = ("single", "meta", "draft")
+CASES = ("single", "meta", "draft", "circular")
 
 
 def _worker(args) -> None:
@@ -59,9 +62,14 @@ def _worker(args) -> None:
     draft = [(f"d{i}", seq[i:i + args.draft_size]) for i in range(0, len(seq), args.draft_size)]
     out = {"genoctx": str(Path(genoctx.__file__).resolve().parent.parent)}
     for case, recs, procedure in (("single", records, "single"), ("meta", contigs, "meta"),
-                                  ("draft", draft, "single")):
+                                  ("draft", draft, "single"), ("circular", records, "single")):
+        extra = {"circular": True} if case == "circular" else {}
         t, c = time.perf_counter(), time.process_time()
-        calls = call_genes_multi(recs, procedure=procedure, workers=1)
+        try:
+            calls = call_genes_multi(recs, procedure=procedure, workers=1, **extra)
+        except TypeError:  # a checkout from before the option
+            out[case] = None
+            continue
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         digest = hashlib.sha256(repr([(g.contig, g.start, g.end, g.strand, g.score,
                                        g.start_codon, g.partial) for g in calls]).encode())
@@ -112,10 +120,13 @@ def main(argv=None) -> None:
                 sys.exit(f"{code}: imported genoctx from {result['genoctx']} instead")
             runs[code].append(result)
             print(f"# {_commit(code)} repeat {r + 1}: " + ", ".join(
-                f"{k} {v[0]:.2f} s" for k, v in result.items() if k != "genoctx"), flush=True)
+                f"{k} {v[0]:.2f} s" for k, v in result.items() if k != "genoctx" and v),
+                flush=True)
     rows, digests = [], {}
     for code in codes:
         for case in CASES:
+            if any(x.get(case) is None for x in runs[code]):
+                continue
             walls = [x[case][0] for x in runs[code]]
             cpus = [x[case][1] for x in runs[code]]
             first = runs[code][0][case]
@@ -136,8 +147,8 @@ def main(argv=None) -> None:
             + f"Genome {args.genome} (train; only timed). `single`: the whole genome, "
             f"self-trained; `meta`: {args.contigs} contigs of 10 kb, each from the best model "
             f"of the bank; `draft`: the longest record cut into {args.draft_size:,}-bp "
-            "contigs, self-trained on all of them together; one process, no model, no RNA "
-            "finders. "
+            "contigs, self-trained on all of them together; `circular`: the whole genome, "
+            "every record a circle (`--circular`); one process, no model, no RNA finders. "
             f"{args.repeats} repeats, each in a fresh process, checkouts alternating. "
             + ("Every run of every checkout made the same calls (digest column)."
                if same else "**The checkouts' calls differ.**") + "\n\n" + table + "\n"))
