@@ -88,6 +88,35 @@ def test_merge_keeps_each_feature_once_by_its_three_prime_end():
     assert not merge.owned(across, cores)
 
 
+def test_read_support_counts_both_pieces_of_a_gene_across_the_origin(tmp_path, data_root):
+    """samtools' ex1 reads on chr1 (1,575 bp) taken as a circle: a gene across its origin gets
+    the depth of its piece up to the end and of its piece from the start."""
+    import numpy as np
+
+    from genoctx.io.bam import pileup_channels
+    from genoctx.io.regions import Region
+
+    rs = _script("read_support")
+    bam = tmp_path / "ex1.bam"
+    shutil.copy(data_root / "reads" / "ex1" / "ex1.bam", bam)
+    pysam.index(str(bam))
+    gff3 = tmp_path / "g.gff3"
+    gff3.write_text("##gff-version 3\n##sequence-region chr1 1 1575\n"
+                    "chr1\t.\tregion\t1\t1575\t.\t+\t.\tID=chr1:1..1575;Is_circular=true\n"
+                    "chr1\tgenoctx\tgene\t1501\t1675\t0.9\t+\t.\tID=g1\n"
+                    "chr1\tgenoctx\tCDS\t1501\t1675\t0.9\t+\t0\tID=cds_g1;Parent=g1\n"
+                    "chr1\tgenoctx\tgene\t101\t400\t0.9\t-\t.\tID=g2\n"
+                    "chr1\tgenoctx\tCDS\t101\t400\t0.9\t-\t0\tID=cds_g2;Parent=g2\n")
+    rows = {r["gene"]: r for r in rs.gene_depths(bam, gff3)}
+    both = np.concatenate([pileup_channels(bam, Region("chr1", a, b), None)[:, 0]
+                           for a, b in ((1500, 1575), (0, 100))])
+    assert len(both) == 175 and (both > 0).any()
+    assert rows["g1"]["mean_depth"] == f"{both.mean():.3f}"
+    assert rows["g1"]["covered_fraction"] == f"{(both > 0).mean():.3f}"
+    one = pileup_channels(bam, Region("chr1", 100, 400), None)[:, 0]
+    assert rows["g2"]["mean_depth"] == f"{one.mean():.3f}"
+
+
 def test_merge_bedgraph_clips_to_cores_and_joins_equal_runs(tmp_path):
     merge = _script("merge_annotation")
     a, b = tmp_path / "a.bedgraph", tmp_path / "b.bedgraph"
