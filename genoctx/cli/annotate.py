@@ -111,14 +111,15 @@ def annotate(
     with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as given, \
             _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as \
             (source, rings):
-        if not circular and not quiet and source == given:  # FASTA: Unicycler's or NCBI's
-            from genoctx.io.fasta import circular_headers  # circle tags in the headers (a hint)
+        if not circular and not quiet:  # records that say they are circles: a hint only
+            if source == given:  # FASTA: Unicycler's or NCBI's tags in the headers
+                from genoctx.io.fasta import circular_headers
 
-            rings = circular_headers(source)
-        if rings and not circular and not quiet:
-            typer.echo(f"note: {len(rings)} record(s) of the input are circular ({rings[0]}"
-                       + (", ..." if len(rings) > 1 else "") + "): add --circular to call genes "
-                       "across their origin", err=True)
+                rings = circular_headers(source)
+            if rings:
+                typer.echo(f"note: {len(rings)} record(s) of the input are circular "
+                           f"({rings[0]}" + (", ..." if len(rings) > 1 else "") + "): add "
+                           "--circular to call genes across their origin", err=True)
         targets = resolve_targets(FastaFile(source), region, regions)
         result = annotate_fasta(source, targets, model=None if model == "none" else model,
                                 device=check_device_name(device), context=context, overlap=overlap,

@@ -21,7 +21,13 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.heads import classes
-from genoctx.heads.decoder import META_MAX_BP, DecoderParams, call_genes_multi, check_options
+from genoctx.heads.decoder import (
+    META_MAX_BP,
+    DecoderParams,
+    call_genes_multi,
+    check_options,
+    circular_names,
+)
 from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar, status
@@ -147,7 +153,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
 
     finders = _finders_run(rna)
     nonempty = [(c, s) for c, s in records if len(s)]
-    ring = frozenset(c for c, _ in nonempty) if circular is True else frozenset(circular or ())
+    ring = circular_names([c for c, _ in nonempty], circular)
     pool = future = None
     if finders and workers > 1 and nonempty:
         import multiprocessing

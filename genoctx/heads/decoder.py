@@ -844,16 +844,12 @@ class GenomeDecoder:
              closed: bool | Mapping[str, tuple[bool, bool]] = False) -> GenomeDecoder:
         """A decoder of other ``records`` that scores with this one's trained statistics
         (coding and codon-pair ratios, start model, G+C) instead of training its own; its
-        :meth:`final` decode adds the ORF scorer's term as this one's did."""
+        :meth:`_finish` decode adds the ORF scorer's term as this one's did."""
         d = GenomeDecoder(records, probs, self.params, closed)
         d.gc = self.gc
         d.coding_model, d.pair_llr, d.start_model = self.coding_model, self.pair_llr, self.start_model
         d._score_codons()
         return d
-
-    def final(self) -> list[np.ndarray]:
-        """Decode with the current statistics as training's last decode does."""
-        return self._finish()
 
     def calls(self, chosen: list[np.ndarray]) -> list[GeneCall]:
         """GeneCalls of the chosen candidates, sorted by contig order then position."""
@@ -951,7 +947,7 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         procedure = "meta" if sum(len(s) for _, s in records) < META_MAX_BP else "single"
     if workers < 1:
         raise InputError(f"workers must be at least 1, got {workers}")
-    ring = frozenset(c for c, _ in records) if circular is True else frozenset(circular or ())
+    ring = circular_names([c for c, _ in records], circular)
     if ring:  # a circle has no ends for a gene to run off
         closed = {c: (True, True) if c in ring else closed_ends(closed, c) for c, _ in records}
     out = _decode_records(records, probs, params, closed, procedure, bank, progress, workers,
@@ -1030,6 +1026,12 @@ def _decode_meta(job, bank) -> list[GeneCall]:
 CIRCLE_WINDOW = 50_000  # bp on each side of a circle's origin that are decoded again
 
 
+def circular_names(names: list[str], circular: bool | Collection[str]) -> frozenset[str]:
+    """The records of ``names`` that ``circular`` marks: all of them for True, else those it
+    names."""
+    return frozenset(names) if circular is True else frozenset(circular or ()) & set(names)
+
+
 def gap_middle(spans, lo: int, hi: int) -> int | None:
     """The middle of the widest stretch of ``[lo, hi)`` that no ``(start, end)`` span covers;
     None when the spans cover all of it."""
@@ -1076,7 +1078,7 @@ def circular_calls(dec: GenomeDecoder, chosen: list[np.ndarray], records, probs,
                   for c in ring if probs.get(c) is not None}
     win = dec.like(windows, wprobs)  # open: the window's edges are no ends of the circle
     found: dict[str, list[GeneCall]] = {}
-    for g in win.calls(win.final()):
+    for g in win.calls(win._finish()):
         found.setdefault(g.contig, []).append(g)
     for c in ring:
         n, w = len(seqs[c]), half[c]
