@@ -110,13 +110,18 @@ def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11,
 
 
 def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
-              prefilter: bool = True) -> list[RNACall]:
+              prefilter: bool = True, circular: Collection[str] = ()) -> list[RNACall]:
     """5S/16S/23S rRNA genes of every record (barrnap profiles), 0-based half-open, sorted.
 
     Partial hits (barrnap's ``Note=aligned only ...``) are kept and marked ``partial=true``.
     With ``prefilter`` (kingdom ``bac``) barrnap searches only :func:`rrna_regions`, the
     stretches that can hold an rRNA gene, instead of every base, with its E-value cutoff scaled
     to the whole input; see that function.
+
+    Records named in ``circular`` are circles: barrnap searches lines, so the last and first
+    ``RRNA_JOIN`` bases of each are searched again, joined. A gene found across the join ends
+    past the record's length (as ARAGORN's circular search reports tRNAs), and replaces the
+    pieces of it that the line's search found at the record's ends.
     """
     pybarrnap = _require("pybarrnap", "rRNA finding")
     from Bio.Seq import Seq
@@ -125,6 +130,13 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     kept = [(c, finder_sequence(s)) for c, s in records if s]
     if not kept:
         return []
+    joins = {}  # index in kept of a joined origin stretch: (its record's index, bases before the join)
+    for i, (c, s) in enumerate(list(kept)):
+        if c in circular and len(s) > 1:
+            left = min(RRNA_JOIN, len(s) // 2)
+            right = min(RRNA_JOIN, len(s) - left)
+            joins[len(kept)] = (i, left)
+            kept.append((c, s[len(s) - left:] + s[:right]))
     if prefilter and kingdom == "bac":
         spans = rrna_regions(kept)
     else:
@@ -152,13 +164,41 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
         extra = {"product": product, "inference": f"barrnap:{version}".rstrip(":")}
         i, lo = map(int, col[0][1:].split("_"))
         start, end = lo + int(col[3]) - 1, lo + int(col[4])
-        if "Note" in attrs or "note" in attrs:  # barrnap: Note=aligned only N percent
+        partial = "Note" in attrs or "note" in attrs  # barrnap: Note=aligned only N percent
+        if partial:
             extra["partial"] = "true"
-            # a partial gene that reaches a contig end is taken as cut by it there
+        if i in joins:  # the joined origin stretch: keep genes across the join only
+            rec, left = joins[i]
+            if not start < left < end:
+                continue
+            n = len(kept[rec][1])
+            start, end = start + n - left, end + n - left
+            i = rec
+        elif partial:  # a partial gene that reaches a contig end is taken as cut by it there
             extra.update(cut_ends(start == 0, end == len(kept[i][1])))
         out.append(RNACall(kept[i][0], start, end, 1 if col[6] == "+" else -1,
                            "rRNA", math.nan, extra))
+    if joins:
+        out = _drop_origin_pieces(out, {kept[i][0]: len(kept[i][1]) for i, _ in joins.values()})
     return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
+
+
+def _drop_origin_pieces(calls: list[RNACall], lengths: dict[str, int]) -> list[RNACall]:
+    """``calls`` less the pieces of a gene across a circle's origin (``lengths``: the circles)
+    that the search of the line found near the record's ends: calls on the same strand that
+    overlap it (barrnap's alignment of a piece may stop a few bases short of the end)."""
+    from genoctx.io.writers import forward_parts
+
+    across = [r for r in calls if r.contig in lengths and r.end > lengths[r.contig]]
+    keep = []
+    for r in calls:
+        piece = r.end <= lengths.get(r.contig, 0) and any(
+            a.contig == r.contig and a.strand == r.strand
+            and any(min(e, r.end) > max(b, r.start) for b, e in forward_parts(a, lengths))
+            for a in across)
+        if not piece:
+            keep.append(r)
+    return keep
 
 
 # ---- where barrnap needs to look
@@ -174,6 +214,7 @@ RRNA_SEED_GAP = 300       # bp: seeds closer than this form one cluster
 RRNA_SEED_MIN = 8         # seeds: a cluster this large is searched
 RRNA_FLANK = 8000         # bp searched on each side: > a 23S gene and barrnap's 3,878-bp window
 RRNA_5S_EVALUE = 10.0     # loose: any 5S-like stretch is searched again with barrnap's cutoff
+RRNA_JOIN = 6000          # bp on each side of a circle's origin searched joined: > a 23S gene
 
 
 def _text(name: str | bytes) -> str:
@@ -283,9 +324,9 @@ def rrna_regions(records: list[tuple[str, bytes]], *, chunk: int = 1 << 22) -> l
 
 def find_rna_genes(records: list[tuple[str, bytes]],
                    circular: Collection[str] = ()) -> list[RNACall]:
-    """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed); tRNA and
-    tmRNA genes may cross the origin of the records named in ``circular``."""
-    return sorted(find_trna(records, circular=circular) + find_rrna(records),
+    """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed); genes may
+    cross the origin of the records named in ``circular``."""
+    return sorted(find_trna(records, circular=circular) + find_rrna(records, circular=circular),
                   key=lambda r: (r.contig, r.start, r.end, r.strand, r.kind))
 
 

@@ -229,6 +229,32 @@ def test_trna_across_the_origin_is_found_and_written(tmp_path, data_root):
     assert str(feat.extract(Seq(ring.decode()))) == seq[t.start:t.end].decode().upper()
 
 
+@pytest.mark.parametrize("product", ["16S", "23S", "5S"])
+def test_rrna_across_the_origin_is_found_once(data_root, product):
+    """E. coli K-12's rrnH operon (barrnap on the genome: 16S, 23S, 5S) in a 40-kb circle cut
+    through one of its genes: the circular search finds that gene across the origin, with the
+    coordinates barrnap gives it on the genome, and none of the pieces the line's search finds
+    at the two ends; the other genes are the line's."""
+    pytest.importorskip("pybarrnap")
+    from genoctx.heads.rna_genes import find_rrna
+
+    with gzip.open(data_root / "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz", "rt") as fh:
+        seq = bytes(next(SeqIO.parse(fh, "genbank")).seq[:300_000])
+    (r,) = [g for g in find_rrna([("e", seq)]) if g.attrs["product"].startswith(product + " ")]
+    mid = (r.start + r.end) // 2
+    ring = seq[mid:mid + 20_000] + seq[mid - 20_000:mid]
+    n = len(ring)
+    circle = find_rrna([("c", ring)], circular={"c"})
+    line = find_rrna([("c", ring)])
+    (hit,) = [g for g in circle if g.end > n]
+    assert (hit.start, hit.end, hit.strand) == (r.start - mid + n, r.end - mid + n, r.strand)
+    assert hit.attrs["product"] == r.attrs["product"] and "partial" not in hit.attrs
+    ends = [g for g in line if g.start < 20 or g.end > n - 20]  # the line's pieces of it
+    assert ends and all(g.attrs.get("partial") == "true" for g in ends)
+    assert [g for g in circle if g.end <= n] == [g for g in line if g not in ends]
+    assert find_rrna([("c", ring)], circular={"other"}) == line
+
+
 def test_variant_consequences_read_codons_across_the_origin(tmp_path, cli, pcp1, example_fasta):
     """score-variants with the --circular annotation of pPCP1 cut inside a gene gives every
     variant the class and consequence that the same variant gets on pPCP1 itself, the gene's
