@@ -10,11 +10,14 @@ Prodigal, and agreeing with it is not being right: read the columns as "how far 
 standard caller", not as accuracy. The two validation genomes of the data root (with curated
 annotations, scored in the ``genecall`` section) are compared the same way, for scale.
 
-Cases: ``whole`` (every record of the genome, as given) and ``10-kb contigs`` (each record cut
+Cases: ``whole`` (every record of the genome, as given), ``10-kb contigs`` (each record cut
 into consecutive 10,000-bp contigs, all given together, as a draft assembly; reference genes
 are those whose stop codon lies inside one contig, in its coordinates; calls running off a
-contig's 3' end are left out). genoctx = ``call_bacterial`` (what ``genoctx annotate --model
-none`` writes); Prodigal = ``prodigal_calls`` (pyrodigal trained on all contigs of the genome).
+contig's 3' end are left out) and ``10-kb contigs, each alone`` (the same contigs, each
+decoded on its own from pre-trained models, as in a metagenome: genoctx ``--procedure meta``,
+its bank of 17 models from the train genera; Prodigal ``-p meta``, 50 models from many
+genera). genoctx = ``call_bacterial`` (what ``genoctx annotate --model none`` writes);
+Prodigal = ``prodigal_calls`` (pyrodigal trained on all contigs of the genome).
 
 The unseen genomes are NCBI sequence records shipped as example data in the Debian package
 ``ragout-examples`` 2.3-4 (Ragout's examples; the package is BSD-3-clause, the sequences are
@@ -121,6 +124,18 @@ def fragment(records, genes, size: int):
     return contigs, moved
 
 
+def prodigal_meta(records):
+    """Prodigal's metagenomic mode (``-p meta``): each record alone, from pre-trained models."""
+    import pyrodigal
+
+    from genoctx.heads.decoder import GeneCall
+
+    finder = pyrodigal.GeneFinder(meta=True, closed=False)
+    return [GeneCall(c, g.begin - 1, g.end, g.strand, g.confidence() / 100.0, g.start_type,
+                     (bool(g.partial_begin), bool(g.partial_end)))
+            for c, s in records for g in finder.find_genes(s)]
+
+
 def timed(fn, records):
     t0 = time.perf_counter()
     calls = fn(records)
@@ -131,12 +146,17 @@ def compare(name, kind, role, records) -> list[list]:
     gc = sum(s.count(b"G") + s.count(b"C") for _, s in records) / sum(len(s) for _, s in records)
     reference, ref_wall = timed(prodigal_calls, records)
     rows = []
-    for case in ("whole", f"{CONTIG // 1000}-kb contigs"):
+    kb = f"{CONTIG // 1000}-kb contigs"
+    tools = {"whole": (("genoctx", lambda r: call_bacterial(r)[0]), ("Prodigal", prodigal_calls)),
+             kb: (("genoctx", lambda r: call_bacterial(r)[0]), ("Prodigal", prodigal_calls)),
+             f"{kb}, each alone": (("genoctx", lambda r: call_bacterial(r, procedure="meta")[0]),
+                                   ("Prodigal", prodigal_meta))}
+    for case, pair in tools.items():
         if case == "whole":
             contigs, ref = records, reference
         else:
             contigs, ref = fragment(records, reference, CONTIG)
-        for tool, fn in (("genoctx", lambda r: call_bacterial(r)[0]), ("Prodigal", prodigal_calls)):
+        for tool, fn in pair:
             if case == "whole" and tool == "Prodigal":
                 calls, wall = reference, ref_wall
             else:
