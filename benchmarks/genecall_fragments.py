@@ -8,7 +8,8 @@ pyrodigal trained on all contigs, ``closed=False``).
 
 Truth: the record's CDS (not pseudo, not joined) whose whole stop codon lies inside one contig,
 in that contig's coordinates; a gene whose start lies in an earlier contig counts too (a caller
-should report it as 5'-partial). Calls that run off a contig's 3' end have no stop codon and are
+should report it as 5'-partial), from its first whole codon in the contig, so a 5'-partial call
+agrees on the start when it runs off the contig's edge in the gene's frame. Calls that run off a contig's 3' end have no stop codon and are
 left out of both counts. Match = contig + strand + stop (genoctx.eval.metrics.gene_metrics).
 
 Run: ``python benchmarks/genecall_fragments.py [--sizes 10000 50000] [--genomes PATH ...]
@@ -39,7 +40,9 @@ from genoctx.io.dataroot import load_manifest, resolve_data_root
 
 
 def fragment(records: list[tuple[str, bytes]], truth: list, size: int):
-    """Contigs ``RECORD/k`` of ``size`` bases and the truth genes whose stop codon lies in one."""
+    """Contigs ``RECORD/k`` of ``size`` bases and the truth genes whose stop codon lies in one,
+    in its coordinates. A gene that starts in an earlier contig is cut at its first whole codon
+    in this one, where a caller's 5'-partial gene starts (Prodigal's and genoctx's alike)."""
     contigs, genes = [], []
     for name, seq in records:
         for k, lo in enumerate(range(0, len(seq), size)):
@@ -51,9 +54,12 @@ def fragment(records: list[tuple[str, bytes]], truth: list, size: int):
             k = lo3 // size
             if hi3 <= (k + 1) * size:
                 off, n = k * size, min(size, len(seq) - k * size)
-                genes.append(dataclasses.replace(g, contig=f"{name}/{k}", parts=[],
-                                                 start=max(g.start - off, 0),
-                                                 end=min(g.end - off, n)))
+                start, end = g.start - off, g.end - off
+                start = start % 3 if start < 0 else start   # the gene's codons stay in frame
+                end = n - (end - n) % 3 if end > n else end
+                cut = {"parts": []} if hasattr(g, "parts") else {}
+                genes.append(dataclasses.replace(g, contig=f"{name}/{k}", start=start, end=end,
+                                                 **cut))
     return contigs, genes
 
 

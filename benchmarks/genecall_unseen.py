@@ -12,8 +12,9 @@ annotations, scored in the ``genecall`` section) are compared the same way, for 
 
 Cases: ``whole`` (every record of the genome, as given), ``10-kb contigs`` (each record cut
 into consecutive 10,000-bp contigs, all given together, as a draft assembly; reference genes
-are those whose stop codon lies inside one contig, in its coordinates; calls running off a
-contig's 3' end are left out) and ``10-kb contigs, each alone`` (the same contigs, each
+are those whose stop codon lies inside one contig, in its coordinates, cut at the contig's
+first whole codon when they start in an earlier one; calls running off a contig's 3' end are
+left out) and ``10-kb contigs, each alone`` (the same contigs, each
 decoded on its own from pre-trained models, as in a metagenome: genoctx ``--procedure meta``,
 its bank of 17 models from the train genera; Prodigal ``-p meta``, 50 models from many
 genera). genoctx = ``call_bacterial`` (what ``genoctx annotate --model none`` writes);
@@ -42,7 +43,6 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
 
 import argparse
-import dataclasses
 import gzip
 import hashlib
 import shutil
@@ -50,6 +50,7 @@ import subprocess
 import time
 
 from _report import md_table, section_head, write_section
+from genecall_fragments import fragment
 
 from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
 from genoctx.eval.metrics import gene_metrics
@@ -106,22 +107,6 @@ def read_fasta_gz(path: Path, sha256: str) -> list[tuple[str, bytes]]:
     if name is not None:
         records.append((name, b"".join(parts).upper()))
     return records
-
-
-def fragment(records, genes, size: int):
-    """Contigs ``RECORD/k`` of ``size`` bases and the genes whose stop codon lies in one, moved
-    to its coordinates (a gene that starts in an earlier contig is cut at the contig's start)."""
-    contigs, moved = [], []
-    for name, seq in records:
-        contigs += [(f"{name}/{k}", seq[lo:lo + size]) for k, lo in enumerate(range(0, len(seq), size))]
-        for g in (g for g in genes if g.contig == name):
-            lo3 = g.end - 3 if g.strand == 1 else g.start
-            k = lo3 // size
-            if lo3 + 3 <= (k + 1) * size:
-                off, n = k * size, min(size, len(seq) - k * size)
-                moved.append(dataclasses.replace(g, contig=f"{name}/{k}", start=max(g.start - off, 0),
-                                                 end=min(g.end - off, n)))
-    return contigs, moved
 
 
 def prodigal_meta(records):
