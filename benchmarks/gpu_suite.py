@@ -7,6 +7,13 @@ Usage (on a CUDA machine, from the repository root)::
     python benchmarks/gpu_suite.py --only linear_attn,fla   # comma-separated name filters
     python benchmarks/gpu_suite.py --sweep      # also sweep linear_attn launch settings
     python benchmarks/gpu_suite.py --from-json gpu_suite.json   # re-render docs from a saved run
+    python benchmarks/gpu_suite.py --smoke      # no GPU: every section on the CPU, tiny shapes
+
+``--smoke`` runs every section's code on the CPU (Triton's interpreter, fp32, T of a few hundred to
+1,024, one or two heads, the pPCP1 example for time_annotate; FlexAttention forward only, eager) and exits non-zero on any failure or failed
+check. It measures nothing worth keeping and never writes docs/benchmarks.md; it exists so that a
+bug in the suite's own code is found here rather than on a lent GPU's minutes
+(``tests/kernels/test_gpu_suite_smoke.py`` runs it).
 
 Budget: about 3 minutes of our own work on an H200, plus about 2 minutes the first time fla's
 autotuner runs (seen on the first fla call) and ~20-40 s per FlexAttention compile; FlexAttention
@@ -50,6 +57,9 @@ import traceback  # noqa: E402
 
 REPO = _HERE.parent
 GiB = 1024 ** 3
+SMOKE = "--smoke" in sys.argv[1:]
+if SMOKE:  # before anything imports triton: the kernels run on its CPU interpreter
+    os.environ["TRITON_INTERPRET"] = "1"
 
 
 def _load_report():
@@ -85,7 +95,31 @@ import torch.nn.functional as F  # noqa: E402
 RESULTS: dict = {"meta": {}, "checks": [], "timings": [], "failures": [], "notes": [],
                  "annotate": []}
 ECOLI = "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz"
+EXAMPLE = REPO / "data" / "examples" / "Yersinia_pestis_pPCP1_NC_005816.fna"
 OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+# where and in what precision the suite runs: a CUDA GPU in bf16, or (--smoke) the CPU in fp32
+DEV = "cpu" if SMOKE else "cuda"
+LOWP = torch.float32 if SMOKE else torch.bfloat16
+HEADS = 1 if SMOKE else 16
+
+
+def _sync() -> None:
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def _free() -> None:
+    if DEV == "cuda":
+        torch.cuda.empty_cache()
+
+
+def _reset_peak() -> None:
+    if DEV == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _peak_gib() -> float:
+    return torch.cuda.max_memory_allocated() / GiB if DEV == "cuda" else float("nan")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -110,8 +144,8 @@ def run_section(name: str, fn, *args) -> None:
         RESULTS["failures"].append({"section": name, "error": f"{type(exc).__name__}: {exc}",
                                     "traceback": tb[-4000:]})
     finally:
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+        _sync()
+        _free()
         print(f"   {name}: {time.time() - t0:.1f} s", flush=True)
         _save()
 
@@ -210,8 +244,8 @@ def local_lowp(q, k, v, block_size, causal, extra):
 # 1. correctness
 # ------------------------------------------------------------------------------------------------
 
-def _rand_qkv(B, T, H, D, E=None, dtype=torch.bfloat16):
-    dev = "cuda"
+def _rand_qkv(B, T, H, D, E=None, dtype=None):
+    dev, dtype = DEV, dtype or LOWP
     return (torch.randn(B, T, H, D, device=dev, dtype=dtype),
             torch.randn(B, T, H, D, device=dev, dtype=dtype),
             torch.randn(B, T, H, E or D, device=dev, dtype=dtype))
@@ -219,8 +253,8 @@ def _rand_qkv(B, T, H, D, E=None, dtype=torch.bfloat16):
 
 def _rand_extra(B, H, NB, nx):
     """Distinct random key blocks per row (the local_attn contract), about a quarter set to -1."""
-    ex = torch.rand(B, H, NB, NB, device="cuda").argsort(-1)[..., :nx]
-    return torch.where(torch.rand(ex.shape, device="cuda") < 0.25, -1, ex)
+    ex = torch.rand(B, H, NB, NB, device=DEV).argsort(-1)[..., :nx]
+    return torch.where(torch.rand(ex.shape, device=DEV) < 0.25, -1, ex)
 
 
 def check_linear_attn(quick: bool) -> None:
@@ -230,17 +264,19 @@ def check_linear_attn(quick: bool) -> None:
              (1, 16384, 16, 32, 32, 64, True, False), (1, 4097, 4, 64, 64, 128, True, True)]
     if quick:
         cases = cases[1:3]
+    if SMOKE:
+        cases = [(1, 300, 2, 32, 32, 64, True, True), (2, 130, 1, 64, 32, 32, False, False)]
     names = ["o", "S_f", "z_f", "dq", "dk", "dv", "dS0", "dz0"]
     for B, T, H, D, E, C, causal, init in cases:
         q, k, v = _rand_qkv(B, T, H, D, E)
         st = None
         if init:
-            st = (torch.rand(B, H, D, E, device="cuda") * 4, torch.rand(B, H, D, device="cuda") * 8)
-        do = torch.randn(B, T, H, E, device="cuda", dtype=torch.bfloat16)
-        dS, dz = torch.randn(B, H, D, E, device="cuda"), torch.randn(B, H, D, device="cuda")
+            st = (torch.rand(B, H, D, E, device=DEV) * 4, torch.rand(B, H, D, device=DEV) * 8)
+        do = torch.randn(B, T, H, E, device=DEV, dtype=LOWP)
+        dS, dz = torch.randn(B, H, D, E, device=DEV), torch.randn(B, H, D, device=DEV)
         results = []
         for kind in ("ours", "lowp", "ref"):
-            dt = torch.float32 if kind == "ref" else torch.bfloat16
+            dt = torch.float32 if kind == "ref" else LOWP
             x = [leaf(t, dt) for t in (q, k, v)]
             s0 = tuple(leaf(t) for t in st) if st is not None else None
             if kind == "ours":
@@ -266,6 +302,8 @@ def check_local_attn(quick: bool) -> None:
              (1, 4096, 4, 128, 256, True, 4)]
     if quick:
         cases = cases[:2]
+    if SMOKE:
+        cases = [(1, 300, 2, 32, 64, True, 2), (1, 200, 1, 64, 64, False, 0)]
     for B, T, H, D, bs, causal, nx in cases:
         q, k, v = _rand_qkv(B, T, H, D)
         NB = (T + bs - 1) // bs
@@ -291,18 +329,20 @@ def check_hybrid_attn(quick: bool) -> None:
     cases = [(1, 8192, 4, 64, 512, True, 2, True), (1, 3001, 2, 64, 128, False, 0, False)]
     if quick:
         cases = cases[:1]
+    if SMOKE:
+        cases = [(1, 300, 2, 32, 64, True, 1, True), (1, 200, 1, 32, 64, False, 0, False)]
     for B, T, H, D, bs, causal, nx, init in cases:
         q, k, v = _rand_qkv(B, T, H, D)
-        gate = torch.rand(B, T, H, device="cuda", dtype=torch.bfloat16)
+        gate = torch.rand(B, T, H, device=DEV, dtype=LOWP)
         NB = (T + bs - 1) // bs
         extra = _rand_extra(B, H, NB, nx) if nx else None
         st = None
         if init:
-            st = (torch.rand(B, H, D, D, device="cuda") * 4, torch.rand(B, H, D, device="cuda") * 8)
+            st = (torch.rand(B, H, D, D, device=DEV) * 4, torch.rand(B, H, D, device=DEV) * 8)
         do = torch.randn_like(q)
         results = []
         for kind in ("ours", "lowp", "ref"):
-            dt = torch.float32 if kind == "ref" else torch.bfloat16
+            dt = torch.float32 if kind == "ref" else LOWP
             x = [leaf(t, dt) for t in (q, k, v, gate)]
             s0 = tuple(leaf(t) for t in st) if st is not None else None
             if kind == "ours":
@@ -328,10 +368,12 @@ def check_block_topk(quick: bool) -> None:
              (1, 131072, 4, 64, 64, 16, True, 64)]
     if quick:
         cases = cases[:2]
+    if SMOKE:
+        cases = [(1, 1000, 2, 32, 64, 4, True, None), (1, 700, 1, 32, 32, 3, False, 8)]
     for B, T, H, D, bs, K, causal, W in cases:
         NB = (T + bs - 1) // bs
-        nsel = torch.randint(0, K + 1, (B, H, NB), device="cuda")
-        for dt in (torch.float32, torch.bfloat16):
+        nsel = torch.randint(0, K + 1, (B, H, NB), device=DEV)
+        for dt in dict.fromkeys((torch.float32, LOWP)):
             q, k, _ = _rand_qkv(B, T, H, D, dtype=dt)
             kw = dict(block_size=bs, top_k=K, causal=causal, window_blocks=W, num_selected=nsel)
             i1, s1 = block_topk(q, k, **kw)
@@ -353,12 +395,13 @@ def check_block_topk(quick: bool) -> None:
 def check_moe(quick: bool) -> None:
     from genoctx.kernels.moe import moe as M
     from genoctx.kernels.moe import reference as R
-    for N, K, E, D, Fd in [(4096, 4, 16, 256, 512), (3001, 2, 7, 128, 96)]:
-        x = torch.randn(N, D, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(E, D, Fd, device="cuda", dtype=torch.bfloat16) / D ** 0.5
-        idx = torch.rand(N, E, device="cuda").topk(K, -1).indices
-        tw = torch.rand(N, K, device="cuda").softmax(-1)
-        dy = torch.randn(N, Fd, device="cuda", dtype=torch.bfloat16)
+    sizes = [(4096, 4, 16, 256, 512), (3001, 2, 7, 128, 96)]
+    for N, K, E, D, Fd in ([(200, 2, 4, 32, 48), (101, 3, 5, 16, 32)] if SMOKE else sizes):
+        x = torch.randn(N, D, device=DEV, dtype=LOWP)
+        w = torch.randn(E, D, Fd, device=DEV, dtype=LOWP) / D ** 0.5
+        idx = torch.rand(N, E, device=DEV).topk(K, -1).indices
+        tw = torch.rand(N, K, device=DEV).softmax(-1)
+        dy = torch.randn(N, Fd, device=DEV, dtype=LOWP)
         xp, order, counts = M.moe_permute(x, idx, E)
         xp2, order2, counts2 = R.moe_permute(x, idx, E)
         exact = torch.equal(xp, xp2) and torch.equal(order, order2) and torch.equal(counts, counts2)
@@ -380,7 +423,7 @@ def _check_moe_impl(M, R, impl, x, w, idx, tw, dy, E):
     (N, K), (D, Fd) = idx.shape, w.shape[1:]
     results = []
     for kind in ("ours", "lowp", "ref"):
-        dt = torch.float32 if kind == "ref" else torch.bfloat16
+        dt = torch.float32 if kind == "ref" else LOWP
         xs, ws, tws = leaf(x, dt), leaf(w, dt), leaf(tw)
         if kind == "ours":
             a, o_, c_ = M.moe_permute(xs, idx, E)
@@ -398,6 +441,10 @@ def _check_moe_impl(M, R, impl, x, w, idx, tw, dy, E):
 # ------------------------------------------------------------------------------------------------
 
 def bench(fn, ms_budget: float = 150.0) -> float:
+    if SMOKE:  # one call, timed on the clock: the code path is what is checked
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
     import triton.testing
     return float(triton.testing.do_bench(fn, warmup=25, rep=ms_budget, return_mode="median"))
 
@@ -406,7 +453,7 @@ def time_entry(group, name, T, fwd, inputs, *, flops_fwd, bytes_fwd, bytes_bwd, 
     """Median ms of forward and forward+backward, peak GiB of forward+backward, one table row."""
     row = dict(group=group, impl=name, T=T)
     try:
-        torch.cuda.synchronize()
+        _sync()
         row["fwd_ms"] = bench(lambda: fwd())
         if backward:
             out0 = fwd()
@@ -419,15 +466,16 @@ def time_entry(group, name, T, fwd, inputs, *, flops_fwd, bytes_fwd, bytes_bwd, 
                 o = o[0] if isinstance(o, tuple) else o
                 torch.autograd.grad(o, inputs, do)
             row["fwdbwd_ms"] = bench(step, 300.0)
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            step()
+            _sync()
+            _reset_peak()
+            if not SMOKE:  # no peak memory to read on the CPU
+                step()
         else:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
+            _sync()
+            _reset_peak()
             fwd()
-        torch.cuda.synchronize()
-        row["peak_gib"] = torch.cuda.max_memory_allocated() / GiB
+        _sync()
+        row["peak_gib"] = _peak_gib()
         row["tflops_fwd"] = flops_fwd / row["fwd_ms"] / 1e9
         row["gbs_fwd"] = bytes_fwd / row["fwd_ms"] / 1e6
         if "fwdbwd_ms" in row:
@@ -439,7 +487,7 @@ def time_entry(group, name, T, fwd, inputs, *, flops_fwd, bytes_fwd, bytes_bwd, 
                                     "traceback": traceback.format_exc()[-3000:]})
     RESULTS["timings"].append(row)
     print("   " + _fmt_row(row), flush=True)
-    torch.cuda.empty_cache()
+    _free()
     _save()
 
 
@@ -451,8 +499,8 @@ def _fmt_row(r) -> str:
             f"{r.get('error', '')}")
 
 
-def _attn_inputs(T, H=16, D=64):
-    q, k, v = (torch.randn(1, T, H, D, device="cuda", dtype=torch.bfloat16).requires_grad_()
+def _attn_inputs(T, H=None, D=64):
+    q, k, v = (torch.randn(1, T, H or HEADS, D, device=DEV, dtype=LOWP).requires_grad_()
                for _ in range(3))
     return q, k, v
 
@@ -463,8 +511,8 @@ def wanted(name: str, only: list[str] | None) -> bool:
 
 
 def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
-    """Ours and the alternatives at B1 H16 D64 bf16."""
-    H, D, BS = 16, 64, 512
+    """Ours and the alternatives at B1 H16 D64 bf16 (H2 fp32 on the CPU: --smoke)."""
+    H, D, BS = HEADS, 64, 512
     q, k, v = _attn_inputs(T, H, D)
     io = 2 * T * H * D  # bytes of one [1, T, 16, 64] bf16 tensor
     keys_local = 1.5 * BS  # causal halo: previous block plus half of the own block on average
@@ -486,7 +534,7 @@ def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
                      fl_lin, 4 * io, 7 * io))
     if want("hybrid_attn"):
         from genoctx.kernels.hybrid.hybrid import hybrid_attn
-        gate = torch.rand(1, T, H, device="cuda", dtype=torch.bfloat16).requires_grad_()
+        gate = torch.rand(1, T, H, device=DEV, dtype=LOWP).requires_grad_()
         rows.append(("hybrid", "hybrid_attn (ours, bs512)",
                      lambda: hybrid_attn(q, k, v, gate, block_size=BS)[0],
                      fl_local + fl_lin, 4 * io, 7 * io))
@@ -494,7 +542,10 @@ def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
         rows += _alternatives(q, k, v, T, BS, io, fl_lin, only, with_flex)
     for group, name, fn, fl, bf, bb in rows:
         inputs = [q, k, v] + ([gate] if group == "hybrid" else [])
-        time_entry(group, name, T, fn, inputs, flops_fwd=fl, bytes_fwd=bf, bytes_bwd=bb)
+        # FlexAttention has no backward on the CPU (--smoke): its forward is checked there
+        backward = not (SMOKE and name.startswith("FlexAttention"))
+        time_entry(group, name, T, fn, inputs, flops_fwd=fl, bytes_fwd=bf, bytes_bwd=bb,
+                   backward=backward)
 
 
 def _alternatives(q, k, v, T, BS, io, fl_lin, only, with_flex):
@@ -539,10 +590,13 @@ def _flex_rows(qt, kt, vt, T, BS, io):
     """FlexAttention rows; block masks are built from their tile structure (no T x T evaluation)."""
     from torch.nn.attention.flex_attention import flex_attention
     flex = torch.compile(flex_attention, dynamic=False)
+    if SMOKE:  # eager, and without gradients: FlexAttention has no backward on the CPU
+        flex = flex_attention
+        qt, kt, vt = (x.detach() for x in (qt, kt, vt))
     H, D = qt.shape[1], qt.shape[3]
     TILE, per, win = 128, BS // 128, 1024 // 128
-    m = torch.arange(T // TILE, device="cuda")[:, None]
-    ar = torch.arange(2 * per, device="cuda")[None, :]
+    m = torch.arange(T // TILE, device=DEV)[:, None]
+    ar = torch.arange(2 * per, device=DEV)[None, :]
 
     def blockdiag_mask(b, h, qi, ki):
         return (qi // BS == ki // BS) & (ki <= qi)
@@ -556,7 +610,7 @@ def _flex_rows(qt, kt, vt, T, BS, io):
     # (name, mask_mod, full kv tiles of q tile m, partial kv tiles of m, useful FLOPs)
     own = (m // per) * per + ar[:, :per]
     prev_own = (m // per - 1) * per + ar
-    swa_full = m - 1 - torch.arange(win - 1, device="cuda")[None, :]
+    swa_full = m - 1 - torch.arange(win - 1, device=DEV)[None, :]
     specs = [("FlexAttention block-512", blockdiag_mask, own, m, 4 * H * T * BS / 2 * D),
              ("FlexAttention local halo 512", halo_mask, prev_own, m, 4 * H * T * 1.5 * BS * D),
              ("FlexAttention sliding-window 1024", swa_mask, swa_full,
@@ -610,7 +664,7 @@ def sweep_linear_attn(T: int) -> None:
 def time_block_topk(T: int) -> None:
     from genoctx.kernels.block_score.block_score import block_topk
     from genoctx.kernels.block_score.reference import block_topk_reference
-    H, D, BS = 16, 64, 512
+    H, D, BS = HEADS, 64, 512
     q, k, _ = _attn_inputs(T, H, D)
     impls = [("block_topk (ours)", block_topk), ("block_topk_reference (torch)",
                                                  block_topk_reference)]
@@ -627,14 +681,16 @@ def time_moe(quick: bool) -> None:
     from genoctx.kernels.moe import moe as M
     from genoctx.kernels.moe import reference as R
     N, K, E, D, Fd = (8192, 4, 64, 1024, 2048) if quick else (32768, 4, 64, 1024, 2048)
-    x = torch.randn(N, D, device="cuda", dtype=torch.bfloat16).requires_grad_()
-    w = (torch.randn(E, D, Fd, device="cuda", dtype=torch.bfloat16) / D ** 0.5).requires_grad_()
-    idx = torch.rand(N, E, device="cuda").topk(K, -1).indices
-    tw = torch.rand(N, K, device="cuda").softmax(-1).requires_grad_()
+    if SMOKE:
+        N, K, E, D, Fd = 256, 2, 4, 32, 48
+    x = torch.randn(N, D, device=DEV, dtype=LOWP).requires_grad_()
+    w = (torch.randn(E, D, Fd, device=DEV, dtype=LOWP) / D ** 0.5).requires_grad_()
+    idx = torch.rand(N, E, device=DEV).topk(K, -1).indices
+    tw = torch.rand(N, K, device=DEV).softmax(-1).requires_grad_()
     Mrows = N * K
     xp, order, counts = M.moe_permute(x.detach(), idx, E)
     xp = xp.detach().requires_grad_()
-    yp = torch.randn(Mrows, Fd, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    yp = torch.randn(Mrows, Fd, device=DEV, dtype=LOWP).requires_grad_()
     fl_gmm = 2 * Mrows * D * Fd
     tag = f"N{N} K{K} E{E} D{D} F{Fd}"
     gmm = [("grouped_mm torch._grouped_mm", lambda: M.grouped_mm(xp, w, counts, impl="torch")),
@@ -816,6 +872,9 @@ def main(argv=None) -> int:
                     help="also sweep linear_attn's chunk size and launch settings at the largest T")
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
     ap.add_argument("--from-json", help="render a saved gpu_suite.json into docs and exit")
+    ap.add_argument("--smoke", action="store_true",
+                    help="no GPU: run every section on the CPU (Triton interpreter, fp32, tiny "
+                         "shapes) to check the suite's own code; writes no docs")
     ap.add_argument("--annotate-fasta", type=Path, default=None,
                     help="genome for time_annotate (FASTA or GenBank; default: E. coli K-12 "
                          "from the data root)")
@@ -824,13 +883,18 @@ def main(argv=None) -> int:
     if args.from_json:
         write_section("gpu_suite", render(json.loads(Path(args.from_json).read_text())))
         return 0
-    if not torch.cuda.is_available():
-        print("gpu_suite needs a CUDA GPU", file=sys.stderr)
+    if args.smoke != SMOKE:  # SMOKE is read from sys.argv at import, before triton loads
+        print("--smoke must be given on the command line", file=sys.stderr)
+        return 2
+    if not SMOKE and not torch.cuda.is_available():
+        print("gpu_suite needs a CUDA GPU (--smoke runs its code on the CPU)", file=sys.stderr)
         return 2
     import triton
     t_start = time.time()
     meta = RESULTS["meta"]
-    meta.update(device=torch.cuda.get_device_name(0), torch=torch.__version__,
+    card = ("CPU, --smoke (Triton interpreter, fp32): not a measurement" if SMOKE
+            else torch.cuda.get_device_name(0))
+    meta.update(device=card, torch=torch.__version__,
                 triton=triton.__version__, date=time.strftime("%Y-%m-%d %H:%M"),
                 command="python benchmarks/gpu_suite.py "
                 + " ".join(sys.argv[1:] if argv is None else argv))
@@ -842,6 +906,8 @@ def main(argv=None) -> int:
     print(meta, flush=True)
     only = args.only.split(",") if args.only else None
     Ts = [16384, 131072] if args.quick else [131072, 1 << 20]
+    if SMOKE:
+        Ts = [1024]
     os.environ["GENOCTX_KERNEL_DEBUG"] = "1"
     torch.manual_seed(0)
     checks = [check_linear_attn, check_local_attn, check_hybrid_attn, check_block_topk, check_moe]
@@ -860,15 +926,18 @@ def main(argv=None) -> int:
     if args.sweep:
         run_section("sweep_linear_attn", sweep_linear_attn, Ts[-1])
     if wanted("time_annotate", only):
-        run_section("time_annotate", annotate_genome, args.annotate_fasta)
+        run_section("time_annotate", annotate_genome,
+                    args.annotate_fasta or (EXAMPLE if SMOKE else None), DEV)
     meta["wall_s"] = time.time() - t_start
     text = render(RESULTS)
     print(text)
     if OUT is not None:
         (OUT / "gpu_suite.md").write_text(text)
     _save()
-    if not args.no_doc:
+    if not args.no_doc and not SMOKE:
         write_section("gpu_suite", text)
+    if SMOKE and RESULTS["failures"]:
+        return 1
     return 1 if any(not c["ok"] for c in RESULTS["checks"]) else 0
 
 
