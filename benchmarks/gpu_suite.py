@@ -511,7 +511,7 @@ def wanted(name: str, only: list[str] | None) -> bool:
 
 
 def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
-    """Ours and the alternatives at B1 H16 D64 bf16 (H2 fp32 on the CPU: --smoke)."""
+    """Ours and the alternatives at B1 H16 D64 bf16 (one head in fp32 on the CPU: --smoke)."""
     H, D, BS = HEADS, 64, 512
     q, k, v = _attn_inputs(T, H, D)
     io = 2 * T * H * D  # bytes of one [1, T, 16, 64] bf16 tensor
