@@ -28,6 +28,8 @@ EPILOG = """Examples:
 
   genoctx annotate plasmids.fa --circular --out plasmids     # complete circular replicons
 
+  genoctx annotate assembly.fasta --circular-declared --out asm   # Unicycler's circular=true records
+
   genoctx annotate mycoplasma.fa -g 4 --out myco               # genetic code 4 (TGA = Trp)
 
   zcat genome.fa.gz | genoctx annotate - --formats gff3,faa --out genome   # from a pipe
@@ -76,6 +78,12 @@ def annotate(
                                   "past the sequence length, region Is_circular=true; BED: two "
                                   "lines; GenBank: join). A --region of one is linear with open "
                                   "edges."),
+    circular_declared: bool = typer.Option(False, "--circular-declared", help="As --circular, "
+                                           "for the records that say they are circular only: "
+                                           "GenBank/EMBL 'circular' LOCUS (ID) lines, FASTA "
+                                           "headers with circular=true (Unicycler) or "
+                                           "[topology=circular] (NCBI). The others are lines "
+                                           "(--closed applies to them)."),
     gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
                                     "section holding the contigs (as Prokka and Bakta write it; "
                                     "Roary and Panaroo need it)."),
@@ -101,6 +109,9 @@ def annotate(
         raise InputError("--gff3-fasta adds the sequences to the GFF3: add gff3 to --formats")
     if threads < 0:
         raise InputError(f"--threads must be 0 (every core) or more, got {threads}")
+    if circular and circular_declared:
+        raise InputError("--circular makes every record a circle, --circular-declared only the "
+                         "records that say they are: give one of them")
     if locus_tag is not None:
         from genoctx.io.writers import check_locus_tag
 
@@ -111,22 +122,27 @@ def annotate(
     with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as given, \
             _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as \
             (source, rings):
-        if not circular and not quiet:  # records that say they are circles: a hint only
-            if source == given:  # FASTA: Unicycler's or NCBI's tags in the headers
-                from genoctx.io.fasta import circular_headers
+        if not circular and (circular_declared or not quiet) and source == given:
+            from genoctx.io.fasta import circular_headers  # FASTA: Unicycler's or NCBI's tags
 
-                rings = circular_headers(source)
-            if rings:
-                typer.echo(f"note: {len(rings)} record(s) of the input are circular "
-                           f"({rings[0]}" + (", ..." if len(rings) > 1 else "") + "): add "
-                           "--circular to call genes across their origin", err=True)
+            rings = circular_headers(source)
+        if rings and not (circular or circular_declared or quiet):  # a hint only
+            typer.echo(f"note: {len(rings)} record(s) of the input are circular "
+                       f"({rings[0]}" + (", ..." if len(rings) > 1 else "") + "): add "
+                       "--circular-declared (those records) or --circular (all) to call genes "
+                       "across their origin", err=True)
+        if circular_declared and not rings and not quiet:
+            typer.echo("note: no record of the input says it is circular; all are read as "
+                       "lines", err=True)
         targets = resolve_targets(FastaFile(source), region, regions)
         result = annotate_fasta(source, targets, model=None if model == "none" else model,
                                 device=check_device_name(device), context=context, overlap=overlap,
                                 batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                                 rna=rna.lower(), procedure=procedure.lower(),
                                 translation_table=translation_table, workers=workers,
-                                closed=closed, circular=circular, need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
+                                closed=closed,
+                                circular=frozenset(rings) if circular_declared else circular,
+                                need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
         written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta,
                                    locus_tag=locus_tag)
     if not quiet:

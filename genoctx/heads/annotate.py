@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,7 +187,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,
-                   workers: int = 1, closed: bool = False, circular: bool = False) -> Annotation:
+                   workers: int = 1, closed: bool = False,
+                   circular: bool | Collection[str] = False) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -200,10 +202,11 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     ``workers`` processes share the decoding (see :func:`call_bacterial`); the output does not
     depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
     target's own ends where it reaches them; a target's edge inside its sequence stays open.
-    ``circular`` marks every sequence as a whole circular replicon (chromosomes and plasmids
-    of a complete genome): a target that covers its sequence is closed and its genes may cross
-    the origin (end past the sequence's length; prokaryote mode); a region of it is a line
-    whose ends stay open.
+    ``circular`` marks every sequence (True), or those named (a collection of sequence names),
+    as a whole circular replicon (chromosomes and plasmids of a complete genome): a target that
+    covers its sequence is closed and its genes may cross the origin (end past the sequence's
+    length; prokaryote mode); a region of it is a line whose ends stay open. ``closed`` applies
+    to the other sequences.
     """
     from genoctx.heads.decoder import call_rnas
 
@@ -273,12 +276,18 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         for name, t in zip(names, targets):
             out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
+    def circle(contig: str) -> bool:
+        return circular is True or (not isinstance(circular, bool) and contig in circular)
+
     ring = frozenset(name for name, t in zip(names, targets)
-                     if circular and (t.start, t.end) == (0, lengths[t.contig]))
-    if circular:  # a region of a circle: its edges are no ends; whole circles are closed
-        closed = {name: (name in ring, name in ring) for name in names}
-    elif closed:  # only a sequence's own ends are closed: genes run on past a region's edges
-        closed = {name: (t.start == 0, t.end == lengths[t.contig])
+                     if circle(t.contig) and (t.start, t.end) == (0, lengths[t.contig]))
+    if circular or closed:
+        # whole circles are closed and a region of a circle is open (its edges are no ends);
+        # on other sequences --closed closes their own ends, never a region's edges
+        lines = closed
+        closed = {name: (name in ring or (lines and not circle(t.contig) and t.start == 0),
+                         name in ring or (lines and not circle(t.contig)
+                                          and t.end == lengths[t.contig]))
                   for name, t in zip(names, targets)}
     per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
     if per_record and len(records) > 1:  # many contigs, each decoded on its own: show a bar

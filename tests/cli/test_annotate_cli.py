@@ -552,6 +552,48 @@ def test_circular_fasta_headers_are_pointed_out(example_fasta, tmp_path, cli):
     assert code == 0 and "add --circular" not in err
 
 
+def test_circular_declared_makes_only_the_declared_records_circles(example_fasta,
+                                                                  example_genbank, tmp_path, cli):
+    """An assembly of a circle (Unicycler: circular=true) and a linear fragment: with
+    --circular-declared the first is decoded as with --circular, the second as a line, each as
+    when it is annotated alone; a GenBank record's circular LOCUS line counts the same."""
+    from genoctx.heads.decoder import call_genes_multi
+
+    body = b"".join(example_fasta.read_bytes().splitlines()[1:])
+    g = max(call_genes_multi([("p", body)], closed=True), key=lambda g: g.end - g.start)
+    cut = (g.start + g.end) // 2  # pPCP1 turned: its origin falls inside its longest gene
+    ring_fa, frag_fa, both = tmp_path / "ring.fa", tmp_path / "frag.fa", tmp_path / "both.fa"
+    ring_fa.write_bytes(b">ring length=9610 circular=true\n" + body[cut:] + body[:cut] + b"\n")
+    frag_fa.write_bytes(b">frag\n" + body[:6000] + b"\n")
+    both.write_bytes(ring_fa.read_bytes() + frag_fa.read_bytes())
+    args = ["--formats", "gff3", "--model", "none", "--quiet"]
+
+    def rows(prefix, contig):
+        return [r for r in (tmp_path / f"{prefix}.gff3").read_text().splitlines()
+                if r.startswith(contig + "\t")]
+
+    for prefix, source, flags in (("both", both, ["--circular-declared"]),
+                                  ("ring", ring_fa, ["--circular"]), ("frag", frag_fa, [])):
+        code, _, err = cli(["annotate", source, "--out", tmp_path / prefix, *args, *flags])
+        assert code == 0, err
+    assert rows("both", "ring") == rows("ring", "ring")
+    assert rows("both", "frag") == rows("frag", "frag")
+    assert any("Is_circular=true" in r for r in rows("both", "ring"))
+    assert not any("Is_circular" in r for r in rows("both", "frag"))
+    # genes across the turned origin: the circle gives pPCP1's genes, the line would not
+    n = len(body)
+    assert any(int(r.split("\t")[4]) > n for r in rows("ring", "ring") if "\tgene\t" in r)
+    code, _, err = cli(["annotate", example_genbank, "--circular-declared", "--out",
+                        tmp_path / "gb", *args])
+    assert code == 0 and "Is_circular=true" in (tmp_path / "gb.gff3").read_text()
+    code, _, err = cli(["annotate", frag_fa, "--circular-declared", "--out", tmp_path / "x",
+                        "--formats", "gff3", "--model", "none"])
+    assert code == 0 and "no record of the input says it is circular" in err
+    code, _, err = cli(["annotate", both, "--circular", "--circular-declared", "--out",
+                        tmp_path / "x", *args])
+    assert code == 2 and "give one of them" in err
+
+
 def test_standard_input_gives_the_same_output(example_fasta, tmp_path, cli, monkeypatch):
     """`genoctx annotate -` reads FASTA (plain or gzip) from a pipe; errors name standard input."""
     import io
