@@ -66,6 +66,16 @@ def test_plan_keeps_the_contigs_of_a_circular_sample_whole():
     assert spans == [[("a", 0, 250, 0, 250)], [("b", 0, 40, 0, 40), ("c", 0, 30, 0, 30)]]
 
 
+def test_plan_keeps_only_the_declared_circles_whole():
+    """circular: declared names the circles: they stay whole, the other contigs are cut."""
+    plan = _script("plan_shards").plan
+    shards = plan({"a": 250, "f": 250, "b": 40}, shard_bases=100, pack_below=50, overlap=10,
+                  whole=frozenset({"a"}))
+    spans = [[(p.contig, p.start, p.end, p.core_start, p.core_end) for p in s] for s in shards]
+    assert spans == [[("a", 0, 250, 0, 250)], [("f", 0, 93, 0, 83)], [("f", 73, 177, 83, 167)],
+                     [("f", 157, 250, 167, 250)], [("b", 0, 40, 0, 40)]]
+
+
 def test_plan_never_packs_past_shard_bases():
     plan = _script("plan_shards").plan
     shards = plan({f"c{i}": 40 for i in range(5)}, shard_bases=100, pack_below=50, overlap=0)
@@ -290,6 +300,7 @@ def test_locus_tag_numbers_the_merged_genome_across_its_shards(results):
 @pytest.mark.parametrize(("column", "values", "messages"), [
     ("locus_tag", ("YP", "YP"), ("locus tag(s) repeated",)),  # pooled IDs would collide
     ("closed", ("maybe", "Yes"), ("maybe", "closed")),        # not yes/no/true/false
+    ("circular", ("declared", "some"), ("some", "circular")),  # yes/no/true/false/declared
 ])
 def test_bad_sample_sheet_column_fails_before_running(workdir, data_root, tmp_path, column,
                                                       values, messages):
@@ -348,7 +359,8 @@ def test_closed_sample_gets_no_gene_off_its_ends(results, workdir, tmp_path, cli
 
 @pytest.mark.slow
 def test_circular_sample_calls_the_gene_across_the_origin(results):
-    """pPCP1ring is the opened plasmid of pPCP1cut marked circular: the gene its opening cut
+    """pPCP1ring is the opened plasmid of pPCP1cut, whose header says circular=true, marked
+    circular "declared" (genoctx annotate --circular-declared): the gene its opening cut
     (4,815-5,888 on pPCP1, minus strand) comes back whole across the origin, with the protein
     that the pPCP1 sample's merged annotation gives it."""
     from genoctx.io.writers import read_gff3_genes

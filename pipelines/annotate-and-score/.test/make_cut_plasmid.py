@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> None:
     opened = seq[CUT:] + seq[:CUT]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     lines = [opened[i:i + 80] for i in range(0, len(opened), 80)]
-    args.out.write_text(f">{name.split()[0]}_cut{CUT} pPCP1 opened at base {CUT + 1}\n"
+    # circular=true as Unicycler writes it: the pPCP1ring sample reads it (circular "declared")
+    args.out.write_text(f">{name.split()[0]}_cut{CUT} pPCP1 opened at base {CUT + 1} "
+                        "circular=true\n"
                         + "\n".join(lines) + "\n")
     print(f"wrote {args.out}: {len(opened)} bp")
 

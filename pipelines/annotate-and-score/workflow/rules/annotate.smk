@@ -11,7 +11,7 @@ checkpoint plan_shards:
         shard_bases=config["annotate"]["shard_bases"],
         pack_below=config["annotate"]["pack_below"],
         overlap=config["annotate"]["chunk_overlap"],
-        whole=lambda wc: is_circular(wc.sample),
+        whole=lambda wc: circular_mode(wc.sample),
     log:
         "logs/annotate/{sample}/plan_shards.log",
     threads: 1
@@ -45,7 +45,7 @@ rule annotate_shard:
         procedure=config["annotate"].get("procedure", "auto"),
         translation_table=config["annotate"].get("translation_table", 11),
         closed=lambda wc: (" --closed" if is_closed(wc.sample) else "")
-        + (" --circular" if is_circular(wc.sample) else ""),
+        + circular_flag(wc.sample),
     log:
         "logs/annotate/{sample}/{shard}.log",
     threads: config["annotate"]["threads"]

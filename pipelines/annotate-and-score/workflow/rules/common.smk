@@ -70,10 +70,18 @@ def is_closed(sample):
     return samples.loc[sample, "closed"].lower() in CLOSED_YES
 
 
-def is_circular(sample):
-    """Whether the sample sheet marks the genome's sequences as circles (genoctx annotate
-    --circular): its contigs are annotated whole, never cut into shards."""
-    return samples.loc[sample, "circular"].lower() in CLOSED_YES
+def circular_mode(sample):
+    """How the sample sheet marks the genome's circles: "all" (genoctx annotate --circular),
+    "declared" (the sequences whose FASTA headers say so: --circular-declared) or "". A
+    circle is annotated whole, never cut into shards."""
+    value = samples.loc[sample, "circular"].lower()
+    return "all" if value in CLOSED_YES else ("declared" if value == "declared" else "")
+
+
+def circular_flag(sample):
+    """The genoctx annotate option for the sample's circles (with a leading space), or ""."""
+    return {"all": " --circular", "declared": " --circular-declared", "": ""}[
+        circular_mode(sample)]
 
 
 def check_samples(sheet):

@@ -4,9 +4,10 @@ A contig longer than ``shard_bases`` is cut into ``ceil(length / shard_bases)`` 
 Each chunk's *core* ``[a, b)`` is widened by ``overlap`` bases on both sides (clipped to the
 contig) to give the region that is annotated, so genes crossing a cut are seen whole. Contigs
 shorter than ``pack_below`` are packed, in FASTA order, into shards of up to ``shard_bases``;
-the other contigs are one shard each (their core is the whole contig). With ``whole`` (a
-sample of circular sequences) no contig is cut: a circle's genes may cross its origin, which only
-a shard holding the whole contig can see.
+the other contigs are one shard each (their core is the whole contig). ``whole`` names the
+circles (True: every contig), which are never cut: a circle's genes may cross its origin, which
+only a shard holding the whole contig can see. The rule passes the sample's circular mode:
+"all", "declared" (the contigs whose FASTA headers say they are circular) or "".
 
 Each BED line is ``contig, start, end, core=a-b`` (0-based half-open). ``merge_annotation.py``
 keeps a feature only from the shard whose core holds its 3' end, so the cores of a contig
@@ -16,6 +17,7 @@ partition it and no feature is written twice.
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
 
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -36,7 +38,7 @@ class Piece:
 
 
 def plan(lengths: dict[str, int], shard_bases: int, pack_below: int,
-         overlap: int, whole: bool = False) -> list[list[Piece]]:
+         overlap: int, whole: bool | Collection[str] = False) -> list[list[Piece]]:
     """Shards (lists of pieces) covering every base of every non-empty contig once (by cores)."""
     if shard_bases < 1 or pack_below < 0 or overlap < 0:
         raise ValueError("shard_bases must be >= 1, pack_below and overlap >= 0")
@@ -53,7 +55,8 @@ def plan(lengths: dict[str, int], shard_bases: int, pack_below: int,
             pack.append(Piece(contig, 0, n, 0, n))
             packed += n
             continue
-        k = 1 if whole else -(-n // shard_bases)
+        circle = whole is True or (not isinstance(whole, bool) and contig in whole)
+        k = 1 if circle else -(-n // shard_bases)
         cuts = [round(i * n / k) for i in range(k + 1)]
         for a, b in pairwise(cuts):
             shards.append([Piece(contig, max(0, a - overlap), min(n, b + overlap), a, b)])
@@ -79,8 +82,15 @@ def main(smk) -> None:
 
     with FastaFile(smk.input.fasta) as fa:
         lengths = dict(fa.lengths)
+    mode = str(smk.params.whole)
+    if mode == "declared":
+        from genoctx.io.fasta import circular_headers
+
+        whole = frozenset(circular_headers(smk.input.fasta))
+    else:
+        whole = mode == "all"
     shards = plan(lengths, int(smk.params.shard_bases), int(smk.params.pack_below),
-                  int(smk.params.overlap), whole=bool(smk.params.whole))
+                  int(smk.params.overlap), whole=whole)
     if not shards:
         raise SystemExit(f"{smk.input.fasta} holds no sequence to annotate")
     write_plan(shards, Path(smk.output[0]))
