@@ -276,7 +276,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         for name, t in zip(names, targets):
             out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
-    def circle(contig: str) -> bool:
+
+    def circle(contig: str) -> bool:  # a whole circular replicon (its regions are lines)
         return circular is True or (not isinstance(circular, bool) and contig in circular)
 
     ring = frozenset(name for name, t in zip(names, targets)
