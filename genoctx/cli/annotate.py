@@ -28,7 +28,7 @@ EPILOG = """Examples:
 
   genoctx annotate plasmids.fa --circular --out plasmids     # complete circular replicons
 
-  genoctx annotate assembly.fasta --circular-declared --out asm   # Unicycler's circular=true records
+  genoctx annotate asm.fa --circular-declared --out asm   # Unicycler circles
 
   genoctx annotate mycoplasma.fa -g 4 --out myco               # genetic code 4 (TGA = Trp)
 
@@ -82,7 +82,7 @@ def annotate(
                                            "for the records that say they are circular only: "
                                            "GenBank/EMBL 'circular' LOCUS (ID) lines, FASTA "
                                            "headers with circular=true (Unicycler) or "
-                                           "[topology=circular] (NCBI). The others are lines "
+                                           "\\[topology=circular] (NCBI). The others are lines "
                                            "(--closed applies to them)."),
     gff3_fasta: bool = typer.Option(False, "--gff3-fasta", help="End the GFF3 with a ##FASTA "
                                     "section holding the contigs (as Prokka and Bakta write it; "

@@ -592,6 +592,8 @@ def test_circular_declared_makes_only_the_declared_records_circles(example_fasta
     code, _, err = cli(["annotate", both, "--circular", "--circular-declared", "--out",
                         tmp_path / "x", *args])
     assert code == 2 and "give one of them" in err
+    code, out, _ = cli(["annotate", "--help"])
+    assert code == 0 and "[topology=circular]" in out  # not eaten as a rich markup tag
 
 
 def test_standard_input_gives_the_same_output(example_fasta, tmp_path, cli, monkeypatch):
