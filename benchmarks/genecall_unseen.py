@@ -43,7 +43,6 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
 
 import argparse
-import gzip
 import hashlib
 import shutil
 import subprocess
@@ -51,12 +50,14 @@ import time
 
 from _report import md_table, section_head, write_section
 from genecall_fragments import fragment
+from genecall_regions import prodigal_meta
 
 from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
 from genoctx.eval.metrics import gene_metrics
 from genoctx.heads.annotate import call_bacterial
 from genoctx.io.annotation import read_sequences_genbank
 from genoctx.io.dataroot import load_manifest, resolve_data_root
+from genoctx.io.fasta import iter_records
 
 PACKAGE, VERSION = "ragout-examples", "2.3-4"
 BASE = "usr/share/doc/ragout/examples"
@@ -90,35 +91,12 @@ def fetch(cache: Path) -> Path:
     return root
 
 
-def read_fasta_gz(path: Path, sha256: str) -> list[tuple[str, bytes]]:
-    """Records of a gzipped FASTA whose sha256 must be ``sha256`` (names: the first word)."""
-    data = path.read_bytes()
-    got = hashlib.sha256(data).hexdigest()
+def read_checked(path: Path, sha256: str) -> list[tuple[str, bytes]]:
+    """Records of a FASTA file whose sha256 must be ``sha256``."""
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
     if got != sha256:
         sys.exit(f"{path}: sha256 {got}, expected {sha256}")
-    records, name, parts = [], None, []
-    for line in gzip.decompress(data).splitlines():
-        if line.startswith(b">"):
-            if name is not None:
-                records.append((name, b"".join(parts).upper()))
-            name, parts = line[1:].split()[0].decode(), []
-        else:
-            parts.append(line.strip())
-    if name is not None:
-        records.append((name, b"".join(parts).upper()))
-    return records
-
-
-def prodigal_meta(records):
-    """Prodigal's metagenomic mode (``-p meta``): each record alone, from pre-trained models."""
-    import pyrodigal
-
-    from genoctx.heads.decoder import GeneCall
-
-    finder = pyrodigal.GeneFinder(meta=True, closed=False)
-    return [GeneCall(c, g.begin - 1, g.end, g.strand, g.confidence() / 100.0, g.start_type,
-                     (bool(g.partial_begin), bool(g.partial_end)))
-            for c, s in records for g in finder.find_genes(s)]
+    return list(iter_records(path))
 
 
 def timed(fn, records):
@@ -165,7 +143,7 @@ def main(argv=None) -> None:
     pkg = fetch(Path(args.cache)) / BASE
     rows = []
     for name, genus, rel, sha in UNSEEN:
-        rows += compare(name, genus, "unseen genus", read_fasta_gz(pkg / rel, sha))
+        rows += compare(name, genus, "unseen genus", read_checked(pkg / rel, sha))
     try:
         root = resolve_data_root(args.data_root)
     except Exception as err:  # noqa: BLE001 — the validation rows are for scale only
