@@ -8,8 +8,9 @@ Every record is copied with these INFO fields added (declared in the header):
   checkpoint's annotation head, else ``.``;
 - ``GCX_CONSEQ`` (Number=A, String): consequence of each ALT (:mod:`genoctx.heads.consequence`)
   from ``--annotation``, else from the genes the decoder predicts on the reference around the
-  variants; codons are read in ``--translation-table`` (default 11) unless a CDS of the
-  annotation names its own ``transl_table``;
+  variants (each circle whole with ``--circular`` / ``--circular-declared``, genes across its
+  origin included); codons are read in ``--translation-table`` (default 11) unless a CDS of
+  the annotation names its own ``transl_table``;
 - ``GCX_SCORE`` (Number=A, Float): a supervised head's score, only when one is given
   (:class:`genoctx.heads.variant.VariantHead`; none ships yet, so the CLI never writes it).
 
@@ -26,7 +27,7 @@ import contextlib
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,8 +223,9 @@ def _load_model(model: str, device: str, want_head: bool):
 
 
 def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_size: int,
-               quiet: bool, params=None, table: int = 11) -> _Annotator:
-    from genoctx.heads.consequence import GeneModel, predict_gene_model
+               quiet: bool, params=None, table: int = 11,
+               circular: bool | Collection[str] = False) -> _Annotator:
+    from genoctx.heads.consequence import GeneModel, predict_gene_model, whole_circles
     from genoctx.io.annotation import read_features
     from genoctx.progress import progress_bar
 
@@ -236,23 +238,34 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
         genes = GeneModel.from_features(features, fa, table)
         source = f"the annotation {annotation.name}"
         return _Annotator(genes.klass, genes.consequence, source, source)
-    targets = collector.regions()
+    ring = frozenset(fa.lengths) if circular is True else frozenset(circular or ())
+    targets = whole_circles(collector.regions(), fa.lengths, ring)
     with progress_bar("predicting genes", total=sum(len(t) for t in targets), quiet=quiet) as bar:
         pred = predict_gene_model(fa, targets, backbone=backbone, head=head,
                                   batch_size=max(1, batch_size // 4), progress=bar.advance,
-                                  params=params)
+                                  params=params, circular=ring)
     klass_source = "the model's annotation head" if head is not None else "nothing (no annotation)"
-    return _Annotator(pred.klass, pred.genes.consequence, klass_source,
-                      "genes predicted on the reference by the genoctx decoder")
+    conseq_source = "genes predicted on the reference by the genoctx decoder"
+    circles = sorted(ring & {t.contig for t in targets})
+    if circles:  # which sequences were read as circles (genes may cross their origin)
+        conseq_source += (f", circular sequences read whole: {', '.join(circles[:5])}".replace(
+                              '"', "'")
+                          + (f" and {len(circles) - 5} more" if len(circles) > 5 else ""))
+    return _Annotator(pred.klass, pred.genes.consequence, klass_source, conseq_source)
 
 
 def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "embedded",
               context: int = 1024, annotation: Path | None = None, batch_size: int = 16,
               device: str = "cpu", quiet: bool = True, supervised=None,
-              translation_table: int = 11) -> Summary:
+              translation_table: int = 11, circular: bool | Collection[str] = False) -> Summary:
     """Score every variant of ``vcf`` and write the annotated VCF to ``out`` (None: stdout).
 
     Args:
+        circular: without ``annotation``, the reference contigs that are whole circular
+            replicons (True: all; or a collection of names): each one holding a variant is
+            decoded whole and closed, its genes may cross the origin (as ``genoctx annotate
+            --circular``). An annotation carries its own genes across the origin, so giving
+            both is an error.
         translation_table: NCBI genetic code for consequences: of the predicted genes (11 or 4,
             the decoder's), or of the annotation's CDS that name no ``transl_table`` (any).
         supervised: the ``GCX_SCORE`` hook, a :class:`genoctx.heads.variant.VariantHead`
@@ -272,6 +285,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     if out is not None and Path(out).resolve() == vcf.resolve():
         raise InputError(f"--out {out} is the input VCF; write to another file")
     _check_table(translation_table, annotation)
+    _check_circular(circular, annotation)
     with _records(vcf):  # missing / not VCF / unreadable header: fail before any work
         pass
     with FastaFile(reference) as fa:
@@ -292,7 +306,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
                 params = decoder_params(resolve_checkpoint(model))
             params = dataclasses.replace(params, translation_table=translation_table)
         ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet, params,
-                         translation_table)
+                         translation_table, circular)
         provenance = (f"Version={_version()},Model=sha256:{sha[:16]},Context={context},"
                       f"Reference={Path(reference).name}")
         stats, summary = VariantStats(), Summary()
@@ -318,6 +332,13 @@ def _check_table(table: int, annotation: Path | None) -> None:
         check_options("auto", table)
     else:
         check_table(table)
+
+
+def _check_circular(circular, annotation: Path | None) -> None:
+    if circular and annotation is not None:
+        raise InputError("--circular and --circular-declared shape the genes genoctx predicts; "
+                         "an --annotation brings its own (a gene across the origin as a GFF3 end "
+                         "past the contig's length, or a GenBank join): drop one of them")
 
 
 def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, context: int,
@@ -418,15 +439,40 @@ def score_variants_cmd(
                                           "for GCX_CONSEQ: 11 or 4 (TGA = Trp: Mycoplasma) for "
                                           "predicted genes; any NCBI code with --annotation, "
                                           "where a CDS's own transl_table wins."),
+    circular: bool = typer.Option(False, "--circular", help="Without --annotation: every "
+                                  "reference sequence is a whole circular replicon, so genes are "
+                                  "predicted on each one whole and may cross its origin (as "
+                                  "genoctx annotate --circular)."),
+    circular_declared: bool = typer.Option(False, "--circular-declared", help="As --circular, "
+                                           "but only for the reference sequences whose FASTA "
+                                           "headers say they are circular: circular=true "
+                                           "(Unicycler) or \\[topology=circular] (NCBI)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary."),
 ) -> None:
     """Score the variants of a VCF with the model's log-likelihood; add consequences (VCF out)."""
     from genoctx.cli.common import resolve_device
+    from genoctx.io.fasta import circular_headers
 
+    if circular and circular_declared:
+        raise InputError("--circular makes every sequence a circle, --circular-declared only the "
+                         "sequences that say they are: give one of them")
+    _check_circular(circular or circular_declared, annotation)
+    rings: list[str] = []
+    if annotation is None and not circular and (circular_declared or not quiet):
+        rings = circular_headers(reference)
+        if rings and not circular_declared:  # a hint only
+            typer.echo(f"note: {len(rings)} reference sequence(s) are circular ({rings[0]}"
+                       + (", ..." if len(rings) > 1 else "") + "): add --circular-declared "
+                       "(those sequences) or --circular (all) to predict genes across their "
+                       "origin", err=True)
+        if circular_declared and not rings and not quiet:
+            typer.echo("note: no reference sequence says it is circular; all are read as "
+                       "lines", err=True)
     summary = score_vcf(variants, reference, out, model=model, context=context,
                         annotation=annotation, batch_size=batch_size,
                         device=resolve_device(device), quiet=quiet,
-                        translation_table=translation_table)
+                        translation_table=translation_table,
+                        circular=frozenset(rings) if circular_declared else circular)
     if out is not None and out.name.endswith((".gz", ".bgz")) and not summary.indexed:
         typer.echo(f"genoctx: warning: {out} is not tabix-indexed (records not sorted by "
                    "position)", err=True)

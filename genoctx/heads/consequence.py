@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -267,15 +267,25 @@ class GeneModel:
         """A gene model from decoder :class:`~genoctx.heads.decoder.GeneCall` objects, called
         in genetic code ``table``.
 
-        A call is one unspliced CDS; a 5'-partial call keeps the frame of its stop codon.
+        A call is one unspliced CDS; a 5'-partial call keeps the frame of its stop codon. A call
+        across the origin of a circular contig (``end`` past the contig's length, as
+        ``call_genes_multi(circular=...)`` makes it) is read as its two pieces, as the GFF3 of
+        ``genoctx annotate --circular`` is.
         """
         features: dict[str, list[Feature]] = defaultdict(list)
         for n, g in enumerate(calls):
             partial5 = bool(g.partial[0])
+            length = fasta.lengths.get(g.contig)
+            parts, start, end = [(g.start, g.end)], g.start, g.end
+            if length is not None and g.end > length:  # across the origin: transcription order
+                parts = [(g.start, length), (0, g.end - length)]
+                if g.strand < 0:
+                    parts.reverse()
+                start, end = 0, length
             features[g.contig].append(Feature(
-                contig=g.contig, start=g.start, end=g.end, strand=g.strand, kind="CDS",
-                parts=[(g.start, g.end)], phase=(g.end - g.start) % 3 if partial5 else 0,
-                transcript_id=f"call{n}", partial=any(g.partial),
+                contig=g.contig, start=start, end=end, strand=g.strand, kind="CDS",
+                parts=parts, phase=(g.end - g.start) % 3 if partial5 else 0,
+                transcript_id=f"call{n}", partial=any(g.partial), joined=len(parts) > 1,
                 attributes={"type": "gene_call", "partial5": partial5}))
         return cls(dict(features), fasta, table)
 
@@ -526,9 +536,21 @@ class PredictedAnnotation:
         return "."
 
 
+def whole_circles(targets: list, lengths: dict[str, int], circular: Collection[str]) -> list:
+    """``targets`` (:class:`~genoctx.io.regions.Region`) with those on the ``circular`` contigs
+    replaced by one target holding the whole contig (after the others, in order of first
+    appearance): genes across a circle's origin are found only on the whole circle."""
+    from genoctx.io.regions import Region
+
+    ring = set(circular)
+    return [t for t in targets if t.contig not in ring] + [
+        Region(c, 0, lengths[c]) for c in dict.fromkeys(t.contig for t in targets) if c in ring]
+
+
 def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, context: int = 8192,
                        overlap: int = 256, batch_size: int = 4, progress=None,
-                       params=None, rna: str = "auto") -> PredictedAnnotation:
+                       params=None, rna: str = "auto",
+                       circular: Collection[str] = frozenset()) -> PredictedAnnotation:
     """Genes the decoder predicts on ``targets`` of the reference (the steps of
     :func:`genoctx.heads.annotate.annotate_fasta`), keeping the head's per-base classes.
 
@@ -544,6 +566,9 @@ def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, contex
             ``genoctx annotate`` writes.
         rna: RNA-gene source as in ``genoctx annotate --rna``; CDS calls inside RNA genes found
             by the sequence finders are dropped, as there.
+        circular: contigs that are whole circular replicons (``genoctx annotate --circular``):
+            each one with a target is decoded whole, closed, and its genes may cross the origin
+            (``end`` past its length); its targets are replaced by the whole contig.
     """
     import dataclasses
 
@@ -551,6 +576,8 @@ def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, contex
     from genoctx.heads.annotation import predict_probs
     from genoctx.tokenize import nucleotide as nt
 
+    targets = whole_circles(targets, fasta.lengths, circular)
+    ring = {t.contig for t in targets if t.contig in set(circular)}
     records, probs, tracks = [], {}, defaultdict(list)
     for t in targets:
         name = f"{t.contig}:{t.start}-{t.end}"
@@ -564,10 +591,14 @@ def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, contex
         elif progress:
             progress(len(t))
     by_name = {f"{t.contig}:{t.start}-{t.end}": t for t in targets}
+    whole = frozenset(name for name, t in by_name.items() if t.contig in ring)
+    # whole circles are closed; other targets keep open edges, as before
+    closed = {name: (name in whole,) * 2 for name in by_name} if whole else False
     calls = [dataclasses.replace(g, contig=by_name[g.contig].contig,
                                  start=g.start + by_name[g.contig].start,
                                  end=g.end + by_name[g.contig].start)
-             for g in call_bacterial(records, probs or None, params=params, rna=rna)[0]
+             for g in call_bacterial(records, probs or None, params=params, rna=rna,
+                                     closed=closed, circular=whole)[0]
              ] if records else []
     table = params.translation_table if params is not None else 11
     return PredictedAnnotation(GeneModel.from_gene_calls(calls, fasta, table), calls,

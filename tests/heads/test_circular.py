@@ -255,6 +255,38 @@ def test_rrna_across_the_origin_is_found_once(data_root, product):
     assert find_rrna([("c", ring)], circular={"other"}) == line
 
 
+def _around_origin(across, n: int) -> list[int]:
+    """SNV positions on both pieces of the gene ``across`` the origin of a circle of ``n``
+    bases, near its ends and elsewhere (the second one also gets a deletion)."""
+    return [across.start + 1, across.start + 200, n - 3, n - 1, 0, 2, 150, across.end - n - 2,
+            1000, 3000, 8000]
+
+
+def _write_vcf(path, name: str, positions: list[int], s: bytes) -> None:
+    """SNVs at ``positions`` of the sequence ``s``, then a 1-base deletion at the second."""
+    alt = {"A": "C", "C": "G", "G": "T", "T": "A"}
+    lines = [f"##fileformat=VCFv4.2\n##contig=<ID={name},length={len(s)}>\n",
+             "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"]
+    lines += [f"{name}\t{p + 1}\t.\t{chr(s[p])}\t{alt[chr(s[p])]}\t.\t.\t.\n" for p in positions]
+    lines.append(f"{name}\t{positions[1] + 1}\t.\t{s[positions[1]:positions[1] + 2].decode()}"
+                 f"\t{chr(s[positions[1]])}\t.\t.\t.\n")  # a 1-base deletion: frameshift
+    path.write_text("".join(lines))
+
+
+def _cut_in_codon(pcp1) -> int:
+    """An origin one base into a codon of pPCP1's longest gene: that codon is split."""
+    _, _, calls, _ = pcp1
+    g = max(calls, key=lambda g: g.end - g.start)
+    return g.start + 3 * ((g.end - g.start) // 6) + 1
+
+
+def _conseqs(path) -> list:
+    import pysam
+
+    with pysam.VariantFile(str(path)) as vf:
+        return [r.info["GCX_CONSEQ"] for r in vf]
+
+
 def test_variant_consequences_read_codons_across_the_origin(tmp_path, cli, pcp1, example_fasta):
     """score-variants with the --circular annotation of pPCP1 cut inside a gene gives every
     variant the class and consequence that the same variant gets on pPCP1 itself, the gene's
@@ -270,22 +302,10 @@ def test_variant_consequences_read_codons_across_the_origin(tmp_path, cli, pcp1,
                             "gff3", "--out", tmp_path / out])
         assert code == 0, err
     (across,) = [g for g in read_gff3_genes(tmp_path / "ring.gff3") if g.end > n]
-    # SNVs on both pieces of the gene across the origin, near its ends and elsewhere; a deletion
-    at = [across.start + 1, across.start + 200, n - 3, n - 1, 0, 2, 150, across.end - n - 2,
-          1000, 3000, 8000]
-    alt = {"A": "C", "C": "G", "G": "T", "T": "A"}
-
-    def vcf(path, positions, s):
-        lines = [f"##fileformat=VCFv4.2\n##contig=<ID={name},length={n}>\n",
-                 "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"]
-        lines += [f"{name}\t{p + 1}\t.\t{chr(s[p])}\t{alt[chr(s[p])]}\t.\t.\t.\n" for p in positions]
-        lines.append(f"{name}\t{positions[1] + 1}\t.\t{s[positions[1]:positions[1] + 2].decode()}"
-                     f"\t{chr(s[positions[1]])}\t.\t.\t.\n")  # a 1-base deletion: frameshift
-        path.write_text("".join(lines))
-
+    at = _around_origin(across, n)
     ring_seq = seq[cut:] + seq[:cut]
-    vcf(tmp_path / "ring.vcf", at, ring_seq)
-    vcf(tmp_path / "line.vcf", [(p + cut) % n for p in at], seq)
+    _write_vcf(tmp_path / "ring.vcf", name, at, ring_seq)
+    _write_vcf(tmp_path / "line.vcf", name, [(p + cut) % n for p in at], seq)
     got = {}
     for which, fasta in (("ring", turned), ("line", example_fasta)):
         code, _, err = cli(["score-variants", tmp_path / f"{which}.vcf", "--reference", fasta,
@@ -298,3 +318,76 @@ def test_variant_consequences_read_codons_across_the_origin(tmp_path, cli, pcp1,
     classes = [c for c, _ in got["ring"]]
     assert sum(c.startswith("CDS-" if across.strand < 0 else "CDS+") for c in classes[:8]) == 8
     assert got["ring"][-1][1] == ("frameshift",)
+
+
+def test_gene_model_reads_a_predicted_call_across_the_origin_as_the_annotation(tmp_path, pcp1):
+    """A decoder call across the origin (end past the length) gives the gene model that the
+    GFF3 written for it gives: same class and consequence at every tested base, both strands."""
+    from genoctx.heads.consequence import GeneModel
+    from genoctx.io.annotation import read_features
+
+    name, seq, _, _ = pcp1
+    n, cut = len(seq), _cut_in_codon(pcp1)
+    turned = tmp_path / "turned.fa"
+    turned.write_bytes(b">%s\n%s\n" % (name.encode(), seq[cut:] + seq[:cut]))
+    ring = call_genes_multi([(name, seq[cut:] + seq[:cut])], circular=True)
+    (across,) = [g for g in ring if g.end > n]
+    with FastaFile(turned) as fa:
+        for strand in (1, -1):  # the real call, and the same span read on the other strand
+            g = GeneCall(name, across.start, across.end, strand, 0.9, "ATG")
+            write_gff3(tmp_path / "one.gff3", [g], [], {name: n}, circular={name})
+            want = GeneModel.from_features(read_features(tmp_path / "one.gff3"), fa)
+            got = GeneModel.from_gene_calls([g], fa)
+            alt = {"A": "C", "C": "G", "G": "T", "T": "A"}
+            for p in (*_around_origin(across, n), across.start - 1, across.end - n):
+                r = chr(seq[(p + cut) % n])
+                assert got.klass(name, p) == want.klass(name, p)
+                assert got.consequence(name, p, r, alt[r]) == want.consequence(name, p, r, alt[r])
+            sign = "CDS+" if strand > 0 else "CDS-"
+            assert {got.klass(name, p)[:4] for p in (n - 1, 0)} == {sign}
+
+
+def test_score_variants_circular_predicts_the_gene_across_the_origin(tmp_path, cli, pcp1):
+    """Without an annotation, ``score-variants --circular`` (or ``--circular-declared`` with a
+    ``circular=true`` header) gives the consequences that the ``annotate --circular`` GFF3
+    gives; read as a line, the gene across the origin is two partial genes and consequences
+    differ (the codon split by the origin is in neither)."""
+    name, seq, _, _ = pcp1
+    n, cut = len(seq), _cut_in_codon(pcp1)
+    ring_seq = seq[cut:] + seq[:cut]
+    turned, tagged = tmp_path / "turned.fa", tmp_path / "tagged.fa"
+    turned.write_bytes(b">%s\n%s\n" % (name.encode(), ring_seq))
+    tagged.write_bytes(b">%s circular=true\n%s\n" % (name.encode(), ring_seq))
+    code, _, err = cli(["annotate", turned, "--model", "none", "--circular", "--quiet",
+                        "--formats", "gff3", "--out", tmp_path / "ring"])
+    assert code == 0, err
+    (across,) = [g for g in read_gff3_genes(tmp_path / "ring.gff3") if g.end > n]
+    _write_vcf(tmp_path / "v.vcf", name, _around_origin(across, n), ring_seq)
+    runs = {"annotation": (turned, ["--annotation", tmp_path / "ring.gff3"]),
+            "circular": (turned, ["--circular"]), "declared": (tagged, ["--circular-declared"]),
+            "line": (turned, [])}
+    got = {}
+    for which, (fasta, flags) in runs.items():
+        code, _, err = cli(["score-variants", tmp_path / "v.vcf", "--reference", fasta,
+                            "--context", "128", "--quiet", "--out", tmp_path / f"{which}.vcf",
+                            *flags])
+        assert code == 0, err
+        got[which] = _conseqs(tmp_path / f"{which}.vcf")
+    assert got["circular"] == got["annotation"] == got["declared"]
+    assert got["circular"][-1] == ("frameshift",)
+    said = f"circular sequences read whole: {name}"
+    assert all((said in (tmp_path / f"{w}.vcf").read_text()) == (w in ("circular", "declared"))
+               for w in runs)
+    split = [i for i, p in enumerate(_around_origin(across, n)) if p in (n - 1, 0)]
+    assert all(got["line"][i] == ("noncoding",) != got["circular"][i] for i in split)
+    # both flags, or a flag beside an annotation: a clear error before any work
+    for flags in (["--circular", "--circular-declared"],
+                  ["--circular", "--annotation", tmp_path / "ring.gff3"],
+                  ["--circular-declared", "--annotation", tmp_path / "ring.gff3"]):
+        code, _, err = cli(["score-variants", tmp_path / "v.vcf", "--reference", tagged,
+                            "--out", tmp_path / "x.vcf", *flags])
+        assert code != 0 and "--circular" in err and not (tmp_path / "x.vcf").exists()
+    # a circular header without a flag: a hint names the option
+    code, _, err = cli(["score-variants", tmp_path / "v.vcf", "--reference", tagged,
+                        "--context", "128", "--out", tmp_path / "hint.vcf"])
+    assert code == 0 and "--circular-declared" in err

@@ -434,3 +434,36 @@ def test_report_has_one_row_per_sample(results):
         support = list(csv.DictReader(fh, delimiter="\t"))
     assert len(support) == sum(r[2] == "CDS" for r in genes)
     assert all(float(r["mean_depth"]) >= 0 for r in support)
+
+
+@pytest.mark.slow
+def test_scoring_without_an_annotation_reads_declared_circles_whole(workdir, data_root, tmp_path):
+    """With ``score.annotation: none`` the workflow predicts genes for the consequences itself:
+    a sample whose circles are "declared" passes --circular-declared to score-variants, so
+    the opened plasmid (circular=true header) is read whole, as its annotation is."""
+    wf = tmp_path / "wf"
+    shutil.copytree(workdir.parent, wf, ignore=shutil.ignore_patterns(
+        "results", "logs", ".snakemake"))
+    test_dir = wf / ".test"
+    fasta = test_dir / "resources" / "pPCP1_cut.fa"
+    name = fasta.read_text().split()[0][1:]
+    seq = "".join(ln for ln in fasta.read_text().splitlines()[1:])
+    alt = {"A": "C", "C": "G", "G": "T", "T": "A"}
+    rows = [f"{name}\t{p + 1}\t.\t{seq[p]}\t{alt[seq[p]]}\t.\t.\t." for p in (0, 1, len(seq) - 1)]
+    (test_dir / "resources" / "ring.vcf").write_text(
+        f"##fileformat=VCFv4.2\n##contig=<ID={name},length={len(seq)}>\n"
+        "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "\n".join(rows) + "\n")
+    (test_dir / "config" / "ring.tsv").write_text(
+        "sample\tfasta\tvcf\tcircular\n"
+        "ring\tresources/pPCP1_cut.fa\tresources/ring.vcf\tdeclared\n")
+    (test_dir / "config" / "none.yaml").write_text("score:\n  annotation: none\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2",
+                               "--configfile", "config/config.yaml", "config/none.yaml",
+                               "--config", "samples=config/ring.tsv", "--",
+                               "results/score/ring.vcf.gz"], test_dir, data_root)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    with pysam.VariantFile(str(test_dir / "results" / "score" / "ring.vcf.gz")) as vf:
+        said = vf.header.info["GCX_CONSEQ"].description
+        got = [(r.pos, r.info["GCX_CONSEQ"]) for r in vf]
+    assert f"circular sequences read whole: {name}" in said
+    assert [p for p, _ in got] == [1, 2, len(seq)] and all(c[0] != "noncoding" for _, c in got)

@@ -30,6 +30,8 @@ rule score_chunk:
         temp("results/score/{sample}/scored/{chunk}.vcf"),
     params:
         annotation=lambda wc, input: f"--annotation '{input.annotation}'" if input.annotation else "",
+        # genes predicted here (annotation 'none'): the sample's circles as annotate reads them
+        circular=lambda wc, input: "" if input.annotation else circular_flag(wc.sample),
         model=config["model"],
         device=config["device"],
         context=config["score"]["context"],
@@ -45,7 +47,7 @@ rule score_chunk:
         "../envs/genoctx.yaml"
     shell:
         "OMP_NUM_THREADS={threads} genoctx score-variants {input.vcf:q} --reference {input.fasta:q}"
-        " --out {output:q} {params.annotation} --context {params.context}"
+        " --out {output:q} {params.annotation}{params.circular} --context {params.context}"
         " --model {params.model:q} --device {params.device} --batch-size {params.batch_size}"
         " > {log:q} 2>&1"
 
