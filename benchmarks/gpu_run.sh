@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run on the lent GPU machine from the repository root, after benchmarks/gpu_stage.sh here:
+#
+#   run(command="bash benchmarks/gpu_run.sh", carry=[".gpu"], timeout_s=600)
+#
+# Installs the staged wheels into /tmp/site (no registry there), then runs
+# benchmarks/gpu_suite.py (extra arguments go to it, e.g. --quick or --only check) with
+# time_annotate on the staged E. coli genome. The suite saves $OUT/gpu_suite.json after every
+# section, so a run stopped at its limit still returns what it measured; it stops itself
+# after GPU_SUITE_TIMEOUT seconds (default 540) to leave time for the files to come back.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to the folder whose files come back}"
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .gpu/whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/nvidia-smi.csv"
+fi
+genome=(.gpu/*.gbff.gz)
+extra=()
+[[ -f "${genome[0]}" ]] && extra=(--annotate-fasta "${genome[0]}")
+timeout "${GPU_SUITE_TIMEOUT:-540}" python3 benchmarks/gpu_suite.py --no-doc "${extra[@]}" "$@" \
+    2>&1 | tee "$OUT/gpu_suite.log"
