@@ -249,18 +249,33 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         backbone, head = load_annotation_model(model, device=resolve_device(device))
     names = [f"{t.contig}:{t.start}-{t.end}" if (t.start, t.end) != (0, lengths[t.contig])
              else t.contig for t in targets]
+
+    def circle(contig: str) -> bool:  # a whole circular replicon (its regions are lines)
+        return circular is True or (not isinstance(circular, bool) and contig in circular)
+
+    ring = frozenset(name for name, t in zip(names, targets)
+                     if circle(t.contig) and (t.start, t.end) == (0, lengths[t.contig]))
+    # a whole circle's model windows wrap across its origin: its first and last bases read
+    # half a window of the other end, as a base in the middle of a window reads either side
+    pads = [min(context // 2, len(t)) if name in ring and backbone is not None else 0
+            for t, name in zip(targets, names)]
     records, probs, tracks = [], {}, {}
-    total = sum(len(t) for t in targets)
+    total = sum(len(t) + 2 * pad for t, pad in zip(targets, pads))
     with progress_bar("annotating", total=total, quiet=quiet) as bar:
-        for i, (t, name) in enumerate(zip(targets, names)):
+        for i, (t, name, pad) in enumerate(zip(targets, names, pads)):
             seq = fa.fetch(t.contig, t.start, t.end)
             check_nucleotide(name, seq, path)
             records.append((name, seq))
             if backbone is None:
                 bar.advance(len(t))
                 continue
-            p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
+            ids = nt.encode(seq)
+            if pad:
+                ids = np.concatenate([ids[-pad:], ids, ids[:pad]])
+            p = predict_probs(backbone, head, ids, context=context, overlap=overlap,
                               batch_size=batch_size, progress=bar.advance)
+            if pad:
+                p = p[pad:pad + len(t)]
             if keep_probs:
                 probs[name] = p
             if need_tracks:
@@ -277,11 +292,6 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
         return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
 
-    def circle(contig: str) -> bool:  # a whole circular replicon (its regions are lines)
-        return circular is True or (not isinstance(circular, bool) and contig in circular)
-
-    ring = frozenset(name for name, t in zip(names, targets)
-                     if circle(t.contig) and (t.start, t.end) == (0, lengths[t.contig]))
     if circular or closed:
         # whole circles are closed and a region of a circle is open (its edges are no ends);
         # on other sequences --closed closes their own ends, never a region's edges

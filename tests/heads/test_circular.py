@@ -391,3 +391,27 @@ def test_score_variants_circular_predicts_the_gene_across_the_origin(tmp_path, c
     code, _, err = cli(["score-variants", tmp_path / "v.vcf", "--reference", tagged,
                         "--context", "128", "--out", tmp_path / "hint.vcf"])
     assert code == 0 and "--circular-declared" in err
+
+
+def test_model_tracks_wrap_across_the_origin(tmp_path, pcp1, example_fasta):
+    """With the model, a circle's first and last bases read half a window of the other end:
+    the tracks there are those of the same bases on pPCP1 itself (where they lie inside the
+    sequence); read as a line, they have no context on one side and are far off."""
+    from genoctx.heads.annotate import annotate_fasta
+
+    name, seq, _, cut = pcp1
+    n = len(seq)
+    turned = tmp_path / "turned.fa"
+    turned.write_bytes(b">%s\n%s\n" % (name.encode(), seq[cut:] + seq[:cut]))
+    kw = dict(quiet=True, rna="none")
+    plain = annotate_fasta(example_fasta, **kw).tracks[0]
+    ring = annotate_fasta(turned, circular=True, **kw).tracks[0]
+    line = annotate_fasta(turned, **kw).tracks[0]
+    ends = np.r_[0:64, n - 64:n]
+    for track, want in plain.items():
+        want = np.roll(want, -cut)[ends]  # pPCP1's values at the turned sequence's ends
+        ring_err = np.abs(ring[track][ends] - want).mean()
+        line_err = np.abs(line[track][ends] - want).mean()
+        # measured: CDS_plus 0.003 against 0.118, CDS_minus 0.003 against 0.198
+        assert ring_err < 0.02 and (ring_err < line_err / 10 or line_err < 0.01), track
+        assert ring[track].shape == (n,)
