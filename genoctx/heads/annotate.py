@@ -255,27 +255,20 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
     ring = frozenset(name for name, t in zip(names, targets)
                      if circle(t.contig) and (t.start, t.end) == (0, lengths[t.contig]))
-    # a whole circle's model windows wrap across its origin: its first and last bases read
-    # half a window of the other end, as a base in the middle of a window reads either side
-    pads = [min(context // 2, len(t)) if name in ring and backbone is not None else 0
-            for t, name in zip(targets, names)]
     records, probs, tracks = [], {}, {}
-    total = sum(len(t) + 2 * pad for t, pad in zip(targets, pads))
+    total = sum(len(t) for t in targets)
     with progress_bar("annotating", total=total, quiet=quiet) as bar:
-        for i, (t, name, pad) in enumerate(zip(targets, names, pads)):
+        for i, (t, name) in enumerate(zip(targets, names)):
             seq = fa.fetch(t.contig, t.start, t.end)
             check_nucleotide(name, seq, path)
             records.append((name, seq))
             if backbone is None:
                 bar.advance(len(t))
                 continue
-            ids = nt.encode(seq)
-            if pad:
-                ids = np.concatenate([ids[-pad:], ids, ids[:pad]])
-            p = predict_probs(backbone, head, ids, context=context, overlap=overlap,
-                              batch_size=batch_size, progress=bar.advance)
-            if pad:
-                p = p[pad:pad + len(t)]
+            # a whole circle's windows wrap across its origin
+            p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
+                              batch_size=batch_size, progress=bar.advance,
+                              circular=name in ring)
             if keep_probs:
                 probs[name] = p
             if need_tracks:

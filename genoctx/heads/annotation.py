@@ -172,7 +172,7 @@ def probs_cache_key(path_or_name, *settings) -> str:
 
 def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: int = 8192,
                   overlap: int = 256, batch_size: int = 4, progress=None,
-                  workers: int | None = None) -> np.ndarray:
+                  workers: int | None = None, circular: bool = False) -> np.ndarray:
     """Per-base class probabilities ``[L, NUM_CLASSES]`` (float32) for one contig.
 
     ``context`` is what the backbone reads per window: BOS and ``context - 1`` bases, so the
@@ -187,6 +187,11 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     all calls in flight together take at most :data:`CPU_BASES_PER_CALL` bases (fewer windows
     than ``batch_size`` when they are long). Batching and threading move results only by float
     rounding; a given setting gives the same bytes on every run.
+
+    ``circular``: the contig is a whole circular replicon; its windows wrap across the origin
+    (half a window of the other end is read before and after it, as a base in the middle of a
+    window reads either side), so its first and last bases get context on both sides.
+    ``progress`` still adds up to L.
     """
     from genoctx.model.workers import cpu_workers, in_order
     from genoctx.tokenize.windows import Stitcher
@@ -194,6 +199,20 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     L = len(ids)
     if context < 2:
         raise ValueError(f"context must be at least 2 tokens (BOS and one base), got {context}")
+    if circular and L:
+        pad = min(context // 2, L)
+        padded = np.concatenate([ids[-pad:], ids, ids[:pad]])
+        seen = [0, 0]  # padded bases reported to us, bases passed on
+
+        def scaled(n: int) -> None:  # the padded sequence's progress, in bases of the contig
+            seen[0] += n
+            now = seen[0] * L // len(padded)
+            progress(now - seen[1])
+            seen[1] = now
+
+        return predict_probs(backbone, head, padded, context=context, overlap=overlap,
+                             batch_size=batch_size, progress=scaled if progress else None,
+                             workers=workers)[pad:pad + L].copy()
     window = min(context - 1, L)  # bases; the backbone adds BOS
     overlap = min(overlap, window - 1) if window < L else 0
     stitcher = Stitcher(L, window, overlap)

@@ -585,7 +585,8 @@ def predict_gene_model(fasta, targets: list, *, backbone=None, head=None, contex
         records.append((name, seq))
         if head is not None:
             p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
-                              batch_size=batch_size, progress=progress)
+                              batch_size=batch_size, progress=progress,
+                              circular=t.contig in ring)
             probs[name] = p
             tracks[t.contig].append((t.start, p.argmax(1).astype(np.uint8)))
         elif progress:

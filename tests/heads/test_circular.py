@@ -415,3 +415,23 @@ def test_model_tracks_wrap_across_the_origin(tmp_path, pcp1, example_fasta):
         # measured: CDS_plus 0.003 against 0.118, CDS_minus 0.003 against 0.198
         assert ring_err < 0.02 and (ring_err < line_err / 10 or line_err < 0.01), track
         assert ring[track].shape == (n,)
+
+
+@pytest.mark.parametrize("size", [300, 3000])
+def test_predict_probs_on_a_circle_reports_its_own_length(pcp1, size):
+    """circular=True reads half a window of the other end on each side (the whole circle
+    twice over when it is shorter than that) and still returns [L, classes], with progress
+    adding up to L."""
+    from genoctx.heads.annotation import load_annotation_model, predict_probs
+    from genoctx.tokenize import nucleotide as nt
+
+    backbone, head = load_annotation_model("embedded", device="cpu")
+    _, seq, _, _ = pcp1
+    ids = nt.encode(seq[:size])
+    seen = []
+    p = predict_probs(backbone, head, ids, context=1024, circular=True, progress=seen.append)
+    assert p.shape == (size, NUM_CLASSES) and sum(seen) == size and all(n >= 0 for n in seen)
+    pad = min(512, size)
+    want = predict_probs(backbone, head, np.concatenate([ids[-pad:], ids, ids[:pad]]),
+                         context=1024)[pad:pad + size]
+    np.testing.assert_array_equal(p, want)
