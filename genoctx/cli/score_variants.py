@@ -45,6 +45,7 @@ EPILOG = """Examples:
 FILTER_MISMATCH = "GCX_REF_MISMATCH"
 FILTER_UNKNOWN = "GCX_UNKNOWN_CONTIG"
 _OUR_KEYS = ("GCX_DLL", "GCX_CLASS", "GCX_CONSEQ", "GCX_SCORE")
+HINT_MAX_BYTES = 64 << 20  # references up to this size are scanned for circular headers
 
 
 @dataclass
@@ -458,7 +459,9 @@ def score_variants_cmd(
                          "sequences that say they are: give one of them")
     _check_circular(circular or circular_declared, annotation)
     rings: list[str] = []
-    if annotation is None and not circular and (circular_declared or not quiet):
+    # the hint alone reads a bacterial-sized reference's headers, never a large genome's
+    hint = not quiet and reference.is_file() and reference.stat().st_size <= HINT_MAX_BYTES
+    if annotation is None and not circular and (circular_declared or hint):
         rings = circular_headers(reference)
         if rings and not circular_declared:  # a hint only
             typer.echo(f"note: {len(rings)} reference sequence(s) are circular ({rings[0]}"
