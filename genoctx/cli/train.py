@@ -15,7 +15,8 @@ def train(
     init: Path | None = typer.Option(None, "--init", help="Checkpoint to start from (annotation: "
                                      "the lm run's export/ directory)."),
     steps: int | None = typer.Option(None, "--steps", help="Optimisation steps (recipe default)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Windows per step."),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Windows per step (over "
+                                          "all processes under torchrun)."),
     seq_len: int | None = typer.Option(None, "--seq-len", help="Bases per training window."),
     lr: float | None = typer.Option(None, "--lr", help="Peak learning rate."),
     seed: int | None = typer.Option(None, "--seed", help="Random seed (recipe default 0)."),
@@ -29,6 +30,10 @@ def train(
 
     Example: genoctx train --recipe lm --out runs/lm && genoctx train --recipe annotation
     --init runs/lm/export --out runs/annotation
+
+    Data-parallel over processes (one machine or many, torch.distributed): torchrun
+    --nproc_per_node 2 -m genoctx train --recipe lm --batch-size 8 --threads 1 --out runs/lm
+    (--batch-size is the global batch, split over the processes; the first one writes).
     """
     import torch
 
@@ -39,13 +44,19 @@ def train(
     torch.set_flush_denormal(True)
     if threads:
         torch.set_num_threads(threads)
+    from genoctx.train.distributed import from_env, shutdown
+
     r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
                            seed=seed, threads=threads, stop_after=stop_after)
-    if r.name == "lm":
-        export = recipes.run_lm(r, data_root, out, quiet=quiet)
-    else:
-        export = recipes.run_annotation(r, data_root, out, init, quiet=quiet)
-    typer.echo(f"checkpoint written to {export}")
+    try:
+        if r.name == "lm":
+            export = recipes.run_lm(r, data_root, out, quiet=quiet)
+        else:
+            export = recipes.run_annotation(r, data_root, out, init, quiet=quiet)
+        if from_env().main:
+            typer.echo(f"checkpoint written to {export}")
+    finally:
+        shutdown()
 
 
 def register(app: typer.Typer) -> None:

@@ -1,10 +1,12 @@
-"""A small, deterministic, resumable training loop (one device).
+"""A small, deterministic, resumable training loop (one device, or data-parallel processes).
 
 A run directory holds ``state/`` (model, optimizer and sampler state; safetensors + JSON, no
 pickle), ``loss.csv`` (one row per logged step), ``loss.png`` and ``run.json`` (the exact
 command, the data manifest of every input file with its sha256, settings, final metrics).
 Re-running the same command resumes from ``state/`` and reaches the same result as an
-uninterrupted run (same seeds, same sampler stream, same step count).
+uninterrupted run (same seeds, same sampler stream, same step count). Under ``torchrun`` the
+processes average their gradients every step and only the first writes
+(:mod:`genoctx.train.distributed`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from safetensors.torch import load_file, save_file
 
 from genoctx.io.atomic import atomic_path
 from genoctx.progress import progress_bar
+from genoctx.train.distributed import DataParallel
 
 
 @dataclass(kw_only=True)
@@ -134,12 +137,17 @@ def plot_losses(csv_path: Path, png_path: Path, title: str) -> None:
 
 
 def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, run_dir: Path,
-               cfg: LoopConfig, *, title: str, quiet: bool = False) -> TrainResult:
+               cfg: LoopConfig, *, title: str, quiet: bool = False,
+               dp: DataParallel | None = None) -> TrainResult:
     """Run ``cfg.steps`` optimisation steps; ``step_fn(step)`` returns {"loss": tensor, ...metrics}.
 
     Resumes from ``run_dir/state`` when present. The sampler must expose ``state()`` and
-    ``set_state()`` so that a resumed run draws the same batches.
+    ``set_state()`` so that a resumed run draws the same batches. With ``dp`` (data-parallel
+    processes) ``step_fn`` computes this process's share of the batch: gradients are averaged
+    over the processes before each step, the logged metrics are the global batch's, and only
+    the first process writes.
     """
+    dp = dp or DataParallel()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     # Subnormal floats (activations and gradients of a training model drift into them) take a
@@ -148,23 +156,26 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
     # torch work, in case worker threads take it from the thread that starts them.
     torch.set_flush_denormal(True)
     torch.manual_seed(cfg.seed)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if dp.main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    dp.barrier()  # the run directory exists (and any state in it is whole) for every process
     opt = _optimizer(model, cfg)
     state_dir, csv_path = run_dir / "state", run_dir / "loss.csv"
     meta = _load_state(state_dir, model, opt)
+    dp.broadcast(model)  # one starting point, however each process built its model
     start, before = 0, 0.0
     if meta is not None:
         start = meta["step"]
         sampler.set_state(meta["sampler"])
         torch.set_rng_state(torch.tensor(meta["torch_rng"], dtype=torch.uint8))
-        before = _truncate_csv(csv_path, start)
-    elif csv_path.exists():
+        before = _truncate_csv(csv_path, start) if dp.main else 0.0
+    elif csv_path.exists() and dp.main:
         csv_path.unlink()
     # elapsed_s counts on across resumes (from the last logged step kept)
     t0, last, history = time.time() - before, float("nan"), []
     model.train()
     end = cfg.steps if cfg.stop_after is None else min(cfg.steps, cfg.stop_after)
-    with progress_bar(title, total=end, quiet=quiet) as bar:
+    with progress_bar(title, total=end, quiet=quiet or not dp.main) as bar:
         bar.advance(start)
         for step in range(start, end):
             for g in opt.param_groups:
@@ -172,22 +183,24 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
             out = step_fn(step)
             opt.zero_grad(set_to_none=True)
             out["loss"].backward()
+            dp.sync_grads(model.parameters())
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
+            out = dp.mean(out)  # the global batch's loss and metrics
             last = float(out["loss"].detach())
             if not math.isfinite(last):
                 raise FloatingPointError(f"loss became {last} at step {step}; lower --lr")
-            if (step + 1) % cfg.log_every == 0 or step + 1 == end:
+            if dp.main and ((step + 1) % cfg.log_every == 0 or step + 1 == end):
                 row = {"step": step + 1, "lr": f"{lr_at(step, cfg):.3e}",
                        "elapsed_s": f"{time.time() - t0:.1f}",
                        **{k: f"{float(v.detach()):.5f}" for k, v in out.items()}}
                 _append_csv(csv_path, row)
                 history.append(row)
-            if (step + 1) % cfg.ckpt_every == 0 or step + 1 == end:
+            if dp.main and ((step + 1) % cfg.ckpt_every == 0 or step + 1 == end):
                 _save_state(state_dir, model, opt, step + 1,
                             {"sampler": sampler.state(), "torch_rng": torch.get_rng_state().tolist()})
             bar.advance(1)
-    if csv_path.exists():
+    if dp.main and csv_path.exists():
         plot_losses(csv_path, run_dir / "loss.png", title)
     if start >= end and history == [] and csv_path.exists():  # resumed at the end: report it
         with open(csv_path) as fh:
@@ -218,8 +231,20 @@ def _truncate_csv(path: Path, step: int) -> float:
 
 
 def command_line() -> str:
-    """The command that started this process, for the run record."""
-    return " ".join([Path(sys.argv[0]).name] + sys.argv[1:]) if sys.argv else ""
+    """The command that started this process, for the run record (under ``torchrun``, the
+    launch: ``torchrun --nnodes N --nproc_per_node M -m genoctx train ...``)."""
+    if not sys.argv:
+        return ""
+    prog = Path(sys.argv[0]).name
+    if prog == "__main__.py":  # python -m genoctx
+        prog = "-m genoctx"
+    world, local = int(os.environ.get("WORLD_SIZE", "1")), os.environ.get("LOCAL_WORLD_SIZE")
+    if world > 1 and local:
+        prog = (f"torchrun --nnodes {world // int(local)} --nproc_per_node {local} "
+                + (prog if prog.startswith("-m ") else f"$(which {prog})"))
+    elif prog.startswith("-m "):
+        prog = "python " + prog
+    return " ".join([prog] + sys.argv[1:])
 
 
 def loop_config_dict(cfg: LoopConfig) -> dict:

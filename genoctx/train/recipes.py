@@ -8,7 +8,9 @@
 Every input file passes the leakage guard (:mod:`genoctx.train.corpus`). A run directory ends
 with ``export/``: the checkpoint that ``--model PATH`` (or, copied to ``genoctx/weights``, the
 embedded default) loads, with ``TRAINING.json`` recording the command, every input file's sha256
-and the settings.
+and the settings. Under ``torchrun`` the recipes train data-parallel
+(:mod:`genoctx.train.distributed`): ``--batch-size`` is the global batch, split over the
+processes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from genoctx.heads.classes import IGNORE_INDEX, NUM_CLASSES
 from genoctx.io.atomic import atomic_path
 from genoctx.model.model import BOS_ID, GenoCtxModel
 from genoctx.train import corpus as corpus_mod
+from genoctx.train.distributed import DataParallel, from_env
 from genoctx.train.loop import LoopConfig, command_line, train_loop
 
 
@@ -92,10 +95,13 @@ class AnnotationModel(torch.nn.Module):
         return self.head(emb), lm
 
 
-def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict) -> None:
+def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
+                      dp: DataParallel | None = None) -> None:
+    world = (dp or DataParallel()).world
     record = {
         "recipe": recipe.name, "command": command_line(), "flavour": recipe.flavour,
-        "seq_len": recipe.seq_len, "batch_size": recipe.batch_size, "loop": asdict(recipe.loop),
+        "seq_len": recipe.seq_len, "batch_size": recipe.batch_size, "processes": world,
+        "batch_per_process": recipe.batch_size // world, "loop": asdict(recipe.loop),
         "steps_done": recipe.loop.steps if recipe.loop.stop_after is None
         else min(recipe.loop.steps, recipe.loop.stop_after),
         "corpus_tokens": corpus.num_tokens, "data_files": corpus.files,
@@ -107,27 +113,35 @@ def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict) -> Non
 
 
 def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False) -> Path:
-    """Pretrain the backbone; returns the export directory."""
+    """Pretrain the backbone; returns the export directory (written by the first process)."""
+    dp = from_env()
+    mine = dp.rows(recipe.batch_size)  # this process's share of every batch (checked first)
     corpus = corpus_mod.lm_corpus(data_root)
     torch.manual_seed(recipe.loop.seed)
     model = GenoCtxModel.from_config(recipe.flavour, backend="auto")
     sampler = corpus_mod.WindowSampler(corpus, recipe.seq_len, seed=recipe.loop.seed)
 
     def step(_: int) -> dict:
-        ids, _ = sampler.sample(recipe.batch_size)
-        return model.lm_loss(torch.from_numpy(ids))
+        ids, _ = sampler.sample(recipe.batch_size)  # the whole batch: one sampler stream
+        return model.lm_loss(torch.from_numpy(ids[mine]))
 
-    res = train_loop(model, step, sampler, run_dir, recipe.loop, title="lm pretraining", quiet=quiet)
+    res = train_loop(model, step, sampler, run_dir, recipe.loop, title="lm pretraining",
+                     quiet=quiet, dp=dp)
     export = run_dir / "export"
-    model.eval().save_pretrained(export)
-    _write_run_record(run_dir, recipe, corpus, {"final_loss": res.final_loss, "wall_s": res.wall_s})
-    shutil.copy(run_dir / "run.json", export / "TRAINING.json")
+    if dp.main:
+        model.eval().save_pretrained(export)
+        _write_run_record(run_dir, recipe, corpus,
+                          {"final_loss": res.final_loss, "wall_s": res.wall_s}, dp)
+        shutil.copy(run_dir / "run.json", export / "TRAINING.json")
+    dp.barrier()
     return export
 
 
 def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
                    quiet: bool = False) -> Path:
     """Train the annotation head (and fine-tune the backbone) on train-role annotations."""
+    dp = from_env()
+    mine = dp.rows(recipe.batch_size)
     corpus = corpus_mod.annotation_corpus(data_root)
     torch.manual_seed(recipe.loop.seed)
     if init is not None:
@@ -141,20 +155,24 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
 
     def step(_: int) -> dict:
         ids, labels = sampler.sample(recipe.batch_size)
-        logits, lm = model(torch.from_numpy(ids))
-        ce = F.cross_entropy(logits.flatten(0, 1), torch.from_numpy(labels).flatten(),
+        logits, lm = model(torch.from_numpy(ids[mine]))
+        ce = F.cross_entropy(logits.flatten(0, 1), torch.from_numpy(labels[mine]).flatten(),
                              weight=weights, ignore_index=IGNORE_INDEX)
         aux = backbone.aux_loss()
         return {"loss": ce + LM_WEIGHT * lm + aux, "ce": ce, "lm": lm, "aux": aux}
 
-    res = train_loop(model, step, sampler, run_dir, recipe.loop, title="annotation head", quiet=quiet)
+    res = train_loop(model, step, sampler, run_dir, recipe.loop, title="annotation head",
+                     quiet=quiet, dp=dp)
     export = run_dir / "export"
     from genoctx.heads.annotation import save_annotation_model
 
-    save_annotation_model(export, backbone.eval(), head.eval())
-    _write_run_record(run_dir, recipe, corpus, {"final_loss": res.final_loss, "wall_s": res.wall_s,
-                                                "init": str(init) if init else None})
-    shutil.copy(run_dir / "run.json", export / "TRAINING.json")
+    if dp.main:
+        save_annotation_model(export, backbone.eval(), head.eval())
+        _write_run_record(run_dir, recipe, corpus,
+                          {"final_loss": res.final_loss, "wall_s": res.wall_s,
+                           "init": str(init) if init else None}, dp)
+        shutil.copy(run_dir / "run.json", export / "TRAINING.json")
+    dp.barrier()
     return export
 
 
