@@ -62,7 +62,7 @@ class DataParallel:
         dist.all_reduce(flat)
         flat[:-len(params)] /= self.world
         offset = 0
-        for p, n_used in zip(params, flat[-len(params):].tolist()):
+        for p, n_used in zip(params, flat[-len(params):].tolist(), strict=True):
             n = p.numel()
             p.grad = None if n_used == 0 else \
                 flat[offset:offset + n].view_as(p).to(p.dtype).clone()
@@ -77,7 +77,7 @@ class DataParallel:
         keys = list(values)
         t = torch.stack([values[k].detach().float().reshape(()) for k in keys])
         dist.all_reduce(t)
-        return dict(zip(keys, t / self.world))
+        return dict(zip(keys, t / self.world, strict=True))
 
     def broadcast(self, module: torch.nn.Module) -> None:
         """Give every process the first process's parameters and buffers."""
