@@ -32,6 +32,8 @@ Sections (each in its own try/except: a failure is recorded and the suite goes o
    issue's target: E. coli in <= 2 s), and its parts: the model's probabilities, the gene
    decoder, the RNA-gene finders. The genome is ``--annotate-fasta`` (FASTA or GenBank), else
    E. coli K-12 from the data root when there is one; skipped (with a note) otherwise.
+   ``time_train``: 30 steps of ``genoctx train``'s loop with the ``lm`` recipe's model and
+   loss on the GPU (8 windows of 8,192 bases of the same genome): loss and seconds per step.
 4. A table printed last, written to ``docs/benchmarks.md`` (section ``gpu_suite``) and, when
    ``$OUT`` is set, to ``$OUT/gpu_suite.json`` and ``$OUT/gpu_suite.md``.
 """
@@ -93,7 +95,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 RESULTS: dict = {"meta": {}, "checks": [], "timings": [], "failures": [], "notes": [],
-                 "annotate": []}
+                 "annotate": [], "train": []}
 ECOLI = "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz"
 EXAMPLE = REPO / "data" / "examples" / "Yersinia_pestis_pPCP1_NC_005816.fna"
 OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
@@ -796,6 +798,59 @@ def annotate_genome(path: Path | None, device: str = "cuda") -> None:
             timed("RNA-gene finders only (ARAGORN + barrnap)", lambda: find_rna_genes(records))
 
 
+def train_steps(path: Path | None, device: str = "cuda") -> None:
+    """``genoctx train``'s loop (the ``lm`` recipe's model and loss) on the GPU: windows of
+    the genome (the same as time_annotate's), the loss of every step and the seconds per step;
+    rows go to RESULTS["train"]. The shipped checkpoint's pretraining took 9.5 s per step of
+    8 x 1,024 bases on 2 CPU cores (genoctx/weights/README.md)."""
+    import csv
+    import statistics
+    import tempfile
+
+    from genoctx.model.model import GenoCtxModel
+    from genoctx.tokenize import nucleotide as nt
+    from genoctx.train.corpus import Corpus, Record, WindowSampler
+    from genoctx.train.loop import LoopConfig, train_loop
+
+    if path is None:
+        from genoctx.io.dataroot import resolve_data_root
+
+        try:
+            path = resolve_data_root(None) / ECOLI
+        except Exception:  # noqa: BLE001 - no data root on this machine
+            path = None
+    if path is None or not Path(path).is_file():
+        RESULTS["notes"].append("time_train skipped: no genome (give --annotate-fasta)")
+        return
+    corpus = Corpus([Record(n, nt.encode(s)) for n, s in _genome_records(Path(path))])
+    seq_len, batch, steps = (256, 2, 3) if SMOKE else (8192, 8, 30)
+    sampler = WindowSampler(corpus, seq_len, seed=0)
+    torch.manual_seed(0)
+    model = GenoCtxModel.from_config("tiny", backend="auto").to(device)
+    cfg = LoopConfig(steps=steps, lr=3e-3, warmup=5, log_every=1, ckpt_every=steps)
+
+    starts = []  # each step starts after the last one's loss was read (a device sync)
+
+    def step(_: int) -> dict:
+        starts.append(time.perf_counter())
+        ids, _ = sampler.sample(batch)
+        return model.lm_loss(torch.from_numpy(ids).to(device))
+
+    _reset_peak()
+    with tempfile.TemporaryDirectory() as tmp:
+        train_loop(model, step, sampler, Path(tmp), cfg, title="train", quiet=True)
+        with open(Path(tmp) / "loss.csv") as fh:
+            rows = list(csv.DictReader(fh))
+    # the first steps compile the kernels: the median step after them
+    per_step = statistics.median(b - a for a, b in zip(starts[1:], starts[2:]))
+    RESULTS["train"].append({"genome": Path(path).name, "seq_len": seq_len, "batch": batch,
+                             "steps": steps, "first_loss": float(rows[0]["lm"]),
+                             "last_loss": float(rows[-1]["lm"]), "s_per_step": per_step,
+                             "bases_per_s": seq_len * batch / max(per_step, 1e-9),
+                             "peak_gib": _peak_gib()})
+    print(f"   train: {RESULTS['train'][-1]}", flush=True)
+
+
 def render(results: dict) -> str:
     md_table = _load_report().md_table
     meta = results["meta"]
@@ -854,6 +909,13 @@ def render(results: dict) -> str:
                 for r in results["annotate"]]
         out += ["", "### genoctx annotate on one genome (target: E. coli in <= 2 s on a GPU)", "",
                 md_table(["genome", "Mb", "step", "wall s"], rows)]
+    if results.get("train"):
+        rows = [[r["genome"], f"{r['batch']} x {r['seq_len']:,}", str(r["steps"]),
+                 f"{r['first_loss']:.3f} -> {r['last_loss']:.3f}", f"{r['s_per_step']:.3f}",
+                 f"{r['bases_per_s']:,.0f}", f"{r['peak_gib']:.2f}"] for r in results["train"]]
+        out += ["", "### Training steps (the lm recipe's model and loss; CPU: 9.5 s per 8 x 1,024)",
+                "", md_table(["genome", "batch", "steps", "lm loss", "s/step", "bases/s",
+                              "peak GiB"], rows)]
     if results["failures"]:
         out += ["", "### Failures", ""]
         out += [f"- {f['section']}: `{f['error'][:200]}`" for f in results["failures"]]
@@ -928,6 +990,9 @@ def main(argv=None) -> int:
     if wanted("time_annotate", only):
         run_section("time_annotate", annotate_genome,
                     args.annotate_fasta or (EXAMPLE if SMOKE else None), DEV)
+    if wanted("time_train", only):
+        run_section("time_train", train_steps, args.annotate_fasta or (EXAMPLE if SMOKE else None),
+                    DEV)
     meta["wall_s"] = time.time() - t_start
     text = render(RESULTS)
     print(text)

@@ -24,6 +24,8 @@ def train(
     stop_after: int | None = typer.Option(None, "--stop-after", help="Stop (and export) after "
                                           "this many steps of the --steps schedule; rerunning "
                                           "with a larger value resumes."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda when available), cpu or "
+                               "cuda; under torchrun, cuda is each process's own GPU."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Train a recipe on the train-role data; validation/benchmark files are refused.
@@ -37,6 +39,7 @@ def train(
     """
     import torch
 
+    from genoctx.model.device import resolve_device
     from genoctx.train import recipes
 
     # Before torch starts its worker threads, in case they take the flush-to-zero mode from the
@@ -48,12 +51,13 @@ def train(
 
     r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
                            seed=seed, threads=threads, stop_after=stop_after)
+    device = resolve_device(device)
     try:
         if r.name == "lm":
-            export = recipes.run_lm(r, data_root, out, quiet=quiet)
+            export = recipes.run_lm(r, data_root, out, quiet=quiet, device=device)
         else:
-            export = recipes.run_annotation(r, data_root, out, init, quiet=quiet)
-        if from_env().main:
+            export = recipes.run_annotation(r, data_root, out, init, quiet=quiet, device=device)
+        if from_env(device).main:
             typer.echo(f"checkpoint written to {export}")
     finally:
         shutdown()

@@ -111,7 +111,8 @@ def save_annotation_model(directory, backbone, head: AnnotationHead) -> None:
     directory = Path(directory)
     backbone.save_pretrained(directory)
     with atomic_path(directory / HEAD_WEIGHTS) as tmp:
-        save_file({k: v.detach().contiguous() for k, v in head.state_dict().items()}, str(tmp))
+        save_file({k: v.detach().contiguous().cpu() for k, v in head.state_dict().items()},
+                  str(tmp))
     (directory / HEAD_CONFIG).write_text(json.dumps(head.cfg.to_dict(), indent=2) + "\n")
     digest = sha256_file(directory / HEAD_WEIGHTS)
     (directory / (HEAD_WEIGHTS + ".sha256")).write_text(f"{digest}  {HEAD_WEIGHTS}\n")

@@ -10,9 +10,10 @@ model's and z-loss terms, which are means over tokens; the router's load-balance
 computed per process). The sampler's state is the same everywhere, so a run resumes as before.
 Only the first process writes (loss log, plot, state, export, run record) and shows progress.
 
-Processes talk over the ``gloo`` backend (CPU training; no GPU is needed). Without ``torchrun``
-(no ``WORLD_SIZE`` in the environment, or 1) :func:`from_env` returns a one-process
-:class:`DataParallel` and nothing changes.
+Processes talk over ``gloo`` when they train on the CPU and over ``nccl`` on CUDA, one GPU per
+process (``cuda:LOCAL_RANK``). Without ``torchrun`` (no ``WORLD_SIZE`` in the environment, or
+1) :func:`from_env` returns a one-process :class:`DataParallel` on the device asked for and
+nothing changes.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from genoctx.errors import InputError
 
 @dataclass(frozen=True)
 class DataParallel:
-    """This process's place among ``world`` data-parallel processes (``rank`` 0 writes)."""
+    """This process's place among ``world`` data-parallel processes (``rank`` 0 writes) and the
+    device it trains on."""
 
     rank: int = 0
     world: int = 1
+    device: str = "cpu"
 
     @property
     def main(self) -> bool:
@@ -57,7 +60,8 @@ class DataParallel:
         params = [p for p in params if p.requires_grad]
         pieces = [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float()
                   for p in params]
-        used = torch.tensor([p.grad is not None for p in params], dtype=torch.float32)
+        used = torch.tensor([p.grad is not None for p in params], dtype=torch.float32,
+                            device=pieces[0].device)
         flat = torch.cat(pieces + [used])
         dist.all_reduce(flat)
         flat[:-len(params)] /= self.world
@@ -96,17 +100,22 @@ class DataParallel:
             dist.barrier()
 
 
-def from_env() -> DataParallel:
+def from_env(device: str = "cpu") -> DataParallel:
     """The process group ``torchrun`` describes in the environment (joined on first call), or
-    one process."""
+    one process, training on ``device`` (``cpu`` or ``cuda``; under ``torchrun`` CUDA means
+    this process's own GPU, ``cuda:LOCAL_RANK``)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
-        return DataParallel()
+        return DataParallel(device=device)
     import torch.distributed as dist
 
+    cuda = device.startswith("cuda")
+    if cuda:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group(backend="gloo")
-    return DataParallel(dist.get_rank(), dist.get_world_size())
+        dist.init_process_group(backend="nccl" if cuda else "gloo")
+    return DataParallel(dist.get_rank(), dist.get_world_size(), device)
 
 
 def shutdown() -> None:

@@ -73,12 +73,12 @@ def _optimizer(model: torch.nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer
 
 def _save_state(state_dir: Path, model, opt, step: int, extra: dict) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
-    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    tensors = {f"model.{k}": v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     osd = opt.state_dict()
     for pid, st in osd["state"].items():
         for k, v in st.items():
             t = v if torch.is_tensor(v) else torch.tensor(v)
-            tensors[f"opt.{pid}.{k}"] = t.detach().contiguous()
+            tensors[f"opt.{pid}.{k}"] = t.detach().contiguous().cpu()
     with atomic_path(state_dir / "state.safetensors") as tmp:
         save_file(tensors, str(tmp))
     meta = {"step": step, "param_groups": osd["param_groups"], **extra}

@@ -101,6 +101,7 @@ def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
     record = {
         "recipe": recipe.name, "command": command_line(), "flavour": recipe.flavour,
         "seq_len": recipe.seq_len, "batch_size": recipe.batch_size, "processes": world,
+        "device": (dp or DataParallel()).device,
         "batch_per_process": recipe.batch_size // world, "loop": asdict(recipe.loop),
         "steps_done": recipe.loop.steps if recipe.loop.stop_after is None
         else min(recipe.loop.steps, recipe.loop.stop_after),
@@ -112,18 +113,20 @@ def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
         tmp.write_text(json.dumps(record, indent=2) + "\n")
 
 
-def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False) -> Path:
-    """Pretrain the backbone; returns the export directory (written by the first process)."""
-    dp = from_env()
+def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
+           device: str = "cpu") -> Path:
+    """Pretrain the backbone on ``device``; returns the export directory (written by the first
+    process)."""
+    dp = from_env(device)
     mine = dp.rows(recipe.batch_size)  # this process's share of every batch (checked first)
     corpus = corpus_mod.lm_corpus(data_root)
     torch.manual_seed(recipe.loop.seed)
-    model = GenoCtxModel.from_config(recipe.flavour, backend="auto")
+    model = GenoCtxModel.from_config(recipe.flavour, backend="auto").to(dp.device)
     sampler = corpus_mod.WindowSampler(corpus, recipe.seq_len, seed=recipe.loop.seed)
 
     def step(_: int) -> dict:
         ids, _ = sampler.sample(recipe.batch_size)  # the whole batch: one sampler stream
-        return model.lm_loss(torch.from_numpy(ids[mine]))
+        return model.lm_loss(torch.from_numpy(ids[mine]).to(dp.device))
 
     res = train_loop(model, step, sampler, run_dir, recipe.loop, title="lm pretraining",
                      quiet=quiet, dp=dp)
@@ -138,9 +141,10 @@ def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False) -> Pat
 
 
 def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
-                   quiet: bool = False) -> Path:
-    """Train the annotation head (and fine-tune the backbone) on train-role annotations."""
-    dp = from_env()
+                   quiet: bool = False, device: str = "cpu") -> Path:
+    """Train the annotation head (and fine-tune the backbone) on train-role annotations, on
+    ``device``."""
+    dp = from_env(device)
     mine = dp.rows(recipe.batch_size)
     corpus = corpus_mod.annotation_corpus(data_root)
     torch.manual_seed(recipe.loop.seed)
@@ -149,14 +153,15 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
     else:
         backbone = GenoCtxModel.from_config(recipe.flavour, backend="auto")
     head = AnnotationHead(AnnotationHeadConfig(in_dim=2 * backbone.config.d_model))
-    model = AnnotationModel(backbone, head)
+    model = AnnotationModel(backbone, head).to(dp.device)
     sampler = corpus_mod.WindowSampler(corpus, recipe.seq_len, seed=recipe.loop.seed)
-    weights = class_weights(corpus)
+    weights = class_weights(corpus).to(dp.device)
 
     def step(_: int) -> dict:
         ids, labels = sampler.sample(recipe.batch_size)
-        logits, lm = model(torch.from_numpy(ids[mine]))
-        ce = F.cross_entropy(logits.flatten(0, 1), torch.from_numpy(labels[mine]).flatten(),
+        logits, lm = model(torch.from_numpy(ids[mine]).to(dp.device))
+        ce = F.cross_entropy(logits.flatten(0, 1),
+                             torch.from_numpy(labels[mine]).flatten().to(dp.device),
                              weight=weights, ignore_index=IGNORE_INDEX)
         aux = backbone.aux_loss()
         return {"loss": ce + LM_WEIGHT * lm + aux, "ce": ce, "lm": lm, "aux": aux}

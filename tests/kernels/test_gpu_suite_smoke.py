@@ -35,6 +35,8 @@ def test_gpu_suite_runs_every_section_on_the_cpu(tmp_path):
         assert row in timed
     assert any(t["impl"].startswith("grouped_mm triton") for t in res["timings"])
     assert len(res["annotate"]) == 4 and res["annotate"][0]["genome"].startswith("Yersinia")
+    (train,) = res["train"]  # training steps: the loss falls on real windows
+    assert train["steps"] == 3 and train["last_loss"] < train["first_loss"]
     report = (tmp_path / "gpu_suite.md").read_text()
     assert "not a measurement" in report and "### Correctness" in report
     assert doc.read_bytes() == before  # a smoke run never writes the benchmarks document
