@@ -88,10 +88,16 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
              "## How it was trained (exact commands, in order)", ""]
     for r in runs:
         done = r.get("steps_done", r["loop"]["steps"])
+        device = r.get("device", "cpu")  # runs recorded before --device trained on the CPU
+        where = (f"{r['loop'].get('threads') or 'all'} CPU threads" if device == "cpu"
+                 else device)
+        if r.get("processes", 1) > 1:
+            where += f", {r['processes']} processes"
         lines += [(f"- `{r['command']}` — recipe `{r['recipe']}`, {done} of {r['loop']['steps']} "
                    f"scheduled steps of {r['batch_size']} × {r['seq_len']} bases, final loss "
-                   f"{r['final_loss']:.4f}, {r['wall_s'] / 60:.1f} min on "
-                   f"{r['loop'].get('threads') or 'all'} CPU threads")]
+                   f"{r['final_loss']:.4f}, {r['wall_s'] / 60:.1f} min on {where}")]
+    lines += ["", ("`genoctx train --device auto` (the default) trains on a GPU when there is one; "
+                   "add `--device cpu` to rerun a CPU command above exactly.")]
     lines += ["", "## Input files (sha256, role)", ""]
     seen = set()
     for r in runs:
