@@ -126,3 +126,21 @@ def test_one_process_without_torchrun(monkeypatch):
     with pytest.raises(InputError, match="multiple"):
         DataParallel(1, 2).rows(3)
     assert DataParallel(1, 4).rows(8) == slice(2, 4)
+
+
+def test_a_run_resumes_on_another_number_of_processes(tmp_path, data_root):
+    """The sampler stream and the state are global: two steps on two processes, resumed on one
+    process, reach the one-process run (its loss to the load-balance term's difference)."""
+    args = ["train", "--recipe", "lm", "--steps", "4", "--batch-size", "2", "--seq-len", "128",
+            "--threads", "1", "--quiet", "--data-root", str(data_root)]
+    first = _torchrun(["-m", "genoctx", *args, "--stop-after", "2", "--out", "run"], tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    for out in ("run", "one"):
+        res = subprocess.run([sys.executable, "-m", "genoctx", *args, "--out", out],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+    rows = {out: (tmp_path / out / "loss.csv").read_text().splitlines() for out in ("run", "one")}
+    assert [r.split(",")[0] for r in rows["run"]] == ["step", "2", "4"]
+    head = rows["one"][0].split(",")
+    lm = {out: float(r[-1].split(",")[head.index("lm")]) for out, r in rows.items()}
+    assert lm["run"] == pytest.approx(lm["one"], abs=2e-3)
