@@ -739,6 +739,22 @@ def _genome_records(path: Path) -> list[tuple[str, bytes]]:
     return [(c, s) for c, s in iter_records(path) if len(s)]
 
 
+def _genome_path(path: Path | None, section: str) -> Path | None:
+    """``path``, else E. coli K-12 from the data root; None (and a note) when there is neither."""
+    if path is None:
+        from genoctx.io.dataroot import resolve_data_root
+
+        try:
+            path = resolve_data_root(None) / ECOLI
+        except Exception:  # noqa: BLE001 - no data root on this machine
+            path = None
+    if path is None or not Path(path).is_file():
+        RESULTS["notes"].append(f"{section} skipped: no genome (give --annotate-fasta, or a "
+                                f"data root with {ECOLI})")
+        return None
+    return Path(path)
+
+
 def annotate_genome(path: Path | None, device: str = "cuda") -> None:
     """Time ``genoctx annotate`` (default outputs: GFF3, BED, bedGraph tracks, so the model runs)
     on a whole genome, end to end and by part; rows go to RESULTS["annotate"]."""
@@ -751,16 +767,8 @@ def annotate_genome(path: Path | None, device: str = "cuda") -> None:
     from genoctx.heads.rna_genes import available, find_rna_genes
     from genoctx.tokenize import nucleotide as nt
 
+    path = _genome_path(path, "time_annotate")
     if path is None:
-        from genoctx.io.dataroot import resolve_data_root
-
-        try:
-            path = resolve_data_root(None) / ECOLI
-        except Exception:  # noqa: BLE001 - no data root on this machine
-            path = None
-    if path is None or not Path(path).is_file():
-        RESULTS["notes"].append("time_annotate skipped: no genome (give --annotate-fasta, or a "
-                                f"data root with {ECOLI})")
         return
     records = _genome_records(Path(path))
     bases = sum(len(s) for _, s in records)
@@ -812,15 +820,8 @@ def train_steps(path: Path | None, device: str = "cuda") -> None:
     from genoctx.train.corpus import Corpus, Record, WindowSampler
     from genoctx.train.loop import LoopConfig, train_loop
 
+    path = _genome_path(path, "time_train")
     if path is None:
-        from genoctx.io.dataroot import resolve_data_root
-
-        try:
-            path = resolve_data_root(None) / ECOLI
-        except Exception:  # noqa: BLE001 - no data root on this machine
-            path = None
-    if path is None or not Path(path).is_file():
-        RESULTS["notes"].append("time_train skipped: no genome (give --annotate-fasta)")
         return
     corpus = Corpus([Record(n, nt.encode(s)) for n, s in _genome_records(Path(path))])
     seq_len, batch, steps = (256, 2, 3) if SMOKE else (8192, 8, 30)
