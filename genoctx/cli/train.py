@@ -33,7 +33,7 @@ def train(
     Example: genoctx train --recipe lm --out runs/lm && genoctx train --recipe annotation
     --init runs/lm/export --out runs/annotation
 
-    Data-parallel over processes (one machine or many, torch.distributed): torchrun
+    Data-parallel over processes (torch.distributed; tested on one machine): torchrun
     --nproc_per_node 2 -m genoctx train --recipe lm --batch-size 8 --threads 1 --out runs/lm
     (--batch-size is the global batch, split over the processes; the first one writes).
     """

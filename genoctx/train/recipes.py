@@ -97,12 +97,12 @@ class AnnotationModel(torch.nn.Module):
 
 def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
                       dp: DataParallel | None = None) -> None:
-    world = (dp or DataParallel()).world
+    dp = dp or DataParallel()
     record = {
         "recipe": recipe.name, "command": command_line(), "flavour": recipe.flavour,
-        "seq_len": recipe.seq_len, "batch_size": recipe.batch_size, "processes": world,
-        "device": (dp or DataParallel()).device,
-        "batch_per_process": recipe.batch_size // world, "loop": asdict(recipe.loop),
+        "seq_len": recipe.seq_len, "batch_size": recipe.batch_size, "processes": dp.world,
+        "device": dp.device, "batch_per_process": recipe.batch_size // dp.world,
+        "loop": asdict(recipe.loop),
         "steps_done": recipe.loop.steps if recipe.loop.stop_after is None
         else min(recipe.loop.steps, recipe.loop.stop_after),
         "corpus_tokens": corpus.num_tokens, "data_files": corpus.files,
