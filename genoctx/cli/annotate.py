@@ -142,7 +142,8 @@ def annotate(
                                 translation_table=translation_table, workers=workers,
                                 closed=closed,
                                 circular=frozenset(rings) if circular_declared else circular,
-                                need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)))
+                                need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)),
+                                note=None if quiet else (lambda line: typer.echo(line, err=True)))
         written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta,
                                    locus_tag=locus_tag)
     if not quiet:

@@ -48,6 +48,8 @@ MODES = ("prokaryote", "eukaryote")
 # heads.rna_genes when installed (pyaragorn, pybarrnap), else the head; "tools" = the finders
 # (an error when missing); "model" = the head's RNA classes; "none".
 RNA_SOURCES = ("auto", "tools", "model", "none")
+# on the CPU, inputs from this size on get a note when the model runs for the tracks alone
+TRACKS_NOTE_BP = 500_000
 
 
 @dataclass
@@ -188,7 +190,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,
                    workers: int = 1, closed: bool = False,
-                   circular: bool | Collection[str] = False) -> Annotation:
+                   circular: bool | Collection[str] = False, note=None) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -206,7 +208,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     as a whole circular replicon (chromosomes and plasmids of a complete genome): a target that
     covers its sequence is closed and its genes may cross the origin (end past the sequence's
     length; prokaryote mode); a region of it is a line whose ends stay open. ``closed`` applies
-    to the other sequences.
+    to the other sequences. ``note`` (a callable taking one line) is told, before the model
+    runs, when it runs on the CPU over a large input for the probability tracks alone.
     """
     from genoctx.heads.decoder import call_rnas
 
@@ -246,7 +249,13 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         from genoctx.heads.annotation import load_annotation_model, predict_probs
         from genoctx.model.device import resolve_device
 
-        backbone, head = load_annotation_model(model, device=resolve_device(device))
+        device = resolve_device(device)
+        backbone, head = load_annotation_model(model, device=device)
+        bases = sum(len(t) for t in targets)
+        if note is not None and not keep_probs and device == "cpu" and bases >= TRACKS_NOTE_BP:
+            note(f"note: the model runs here only for the probability tracks, about a minute "
+                 f"per Mb on the CPU ({bases / 1e6:.1f} Mb); --formats gff3,bed (or --model "
+                 "none) writes the same genes and RNAs in seconds")
     names = [f"{t.contig}:{t.start}-{t.end}" if (t.start, t.end) != (0, lengths[t.contig])
              else t.contig for t in targets]
 

@@ -717,3 +717,26 @@ def test_cuda_asked_for_without_one_is_a_clear_error_when_the_model_runs(cli, ex
     code, _, err = cli(["annotate", example_fasta, "--device", "cuda", "--model", "none",
                         "--formats", "gff3", "--out", tmp_path / "y"])
     assert code == 0, err
+
+
+def test_a_large_input_hears_that_the_model_runs_for_the_tracks_alone(example_fasta, tmp_path,
+                                                                      cli, monkeypatch):
+    """On the CPU, when the model runs only for the probability tracks of a large input, a note
+    before it runs names the faster formats; not with --quiet, not when the decoder or the
+    RNA genes read the model, not under the size."""
+    pytest.importorskip("pyaragorn")
+    pytest.importorskip("pybarrnap")
+    from genoctx.heads import annotate as ann
+
+    monkeypatch.setattr(ann, "TRACKS_NOTE_BP", 5_000)  # pPCP1 (9.6 kb) counts as large
+    said = "--formats gff3,bed (or --model none) writes the same genes"
+    code, _, err = cli(["annotate", example_fasta, "--device", "cpu", "--formats", "gff3,bedgraph",
+                        "--out", tmp_path / "a"])
+    assert code == 0 and said in err
+    for extra in (["--quiet"], ["--rna", "model"]):
+        code, _, err = cli(["annotate", example_fasta, "--device", "cpu", "--formats",
+                            "gff3,bedgraph", "--out", tmp_path / "b", *extra])
+        assert code == 0 and said not in err
+    monkeypatch.setattr(ann, "TRACKS_NOTE_BP", 50_000)
+    code, _, err = cli(["annotate", example_fasta, "--device", "cpu", "--out", tmp_path / "c"])
+    assert code == 0 and said not in err
