@@ -9,10 +9,13 @@ evaluation harness. The head's probabilities are computed once per chunk and cac
 ``results/eukaryote_train_chunks/`` (about 80 s per chunk on 2 CPU cores).
 
 ``--spliced-floor N`` applies ``--min-cds`` to unspliced genes only and N to spliced ones (a
-filter after decoding with the lower floor).
+filter after decoding with the lower floor). ``--head-weight`` and ``--coding-weight`` set the
+decoder's weights of the head's log-scores and of the coding model
+(:mod:`genoctx.heads.eukaryote_coding`); the shipped coding model was fitted on these chunks,
+so ``--held-out`` decodes each chunk with one fitted on the other species only.
 
 Run: ``python benchmarks/eukaryote_train_chunks.py [--min-cds 60 150 300] [--spliced-floor N]
-[--model embedded]``.
+[--head-weight 1 0.25] [--coding-weight 0 5] [--held-out] [--model embedded]``.
 """
 
 from __future__ import annotations
@@ -80,25 +83,45 @@ def main(argv=None) -> None:
     ap.add_argument("--min-cds", type=int, nargs="+", default=[60, 150, 300])
     ap.add_argument("--spliced-floor", type=int, default=None,
                     help="CDS floor of spliced genes (default: --min-cds for all genes)")
+    ap.add_argument("--head-weight", type=float, nargs="+", default=[None],
+                    help="DecoderParams.head_weight values (default: the decoder's)")
+    ap.add_argument("--coding-weight", type=float, nargs="+", default=[None],
+                    help="DecoderParams.coding_weight values (default: the decoder's; 0: off)")
+    ap.add_argument("--held-out", action="store_true",
+                    help="decode each chunk with a coding model fitted on the other species")
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--data-root", default=None)
     args = ap.parse_args(argv)
     root = resolve_data_root(args.data_root)
     manifest = load_manifest(root)
-    print("chunk\tmin_cds\tgenes\tannotated transcripts\texon F1\texon precision\texon recall"
+    print("chunk\tmin_cds\thead_weight\tcoding_weight\tgenes\tannotated transcripts\texon F1"
+          "\texon precision\texon recall"
           "\tintron F1\tCDS-chain sensitivity\tCDS-chain precision")
     for species in CHUNKS:
         ds = load(root, species, manifest)
         probs = head_probs(ds, args.model)
-        for floor in args.min_cds:
+        coding = None  # the shipped model
+        if args.held_out:
+            from genoctx.heads import eukaryote_coding as ec
+
+            others = [c for c in CHUNKS if c != species]
+            coding = ec.fit([(r, f) for _, _, r, f in ec.load_chunks(args.data_root, others)])
+        grid = [(f, h, w) for f in args.min_cds for h in args.head_weight
+                for w in args.coding_weight]
+        for floor, head_w, weight in grid:
             low = floor if args.spliced_floor is None else min(floor, args.spliced_floor)
-            genes = sd.decode_many(ds.records, probs, params=sd.DecoderParams(min_cds=low))
+            kw = {k: v for k, v in (("head_weight", head_w), ("coding_weight", weight))
+                  if v is not None}
+            params = sd.DecoderParams(min_cds=low, **kw)
+            head_w, weight = params.head_weight, params.coding_weight
+            genes = sd.decode_many(ds.records, probs, params=params, coding=coding)
             if args.spliced_floor is not None:
                 genes = [g for g in genes
                          if g.cds_length >= (args.spliced_floor if len(g.cds) > 1 else floor)]
             r = ae.score_structure(genes, ds)
             chain = r["cds_chain"]
-            print(f"{species}\t{floor}\t{r['n_genes']}\t{len(ds.transcripts)}\t"
+            print(f"{species}\t{floor}\t{head_w:g}\t{weight:g}\t{r['n_genes']}\t"
+                  f"{len(ds.transcripts)}\t"
                   f"{r['exon']['f1']:.3f}\t{r['exon']['precision']:.3f}\t"
                   f"{r['exon']['recall']:.3f}\t{r['intron']['f1']:.3f}\t"
                   f"{chain['sensitivity'] or 0:.3f}\t{chain['precision'] or 0:.3f}", flush=True)

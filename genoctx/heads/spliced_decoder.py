@@ -61,6 +61,9 @@ reverse complement of the input gives the mirrored genes. The path starts and en
 Entering and leaving an intron also scores the splice sites' context (``splice_weight`` × the
 log-likelihood ratios of :mod:`genoctx.heads.splice_sites`, fitted on the train eukaryotes): the
 donor ``MAG|GTRAGT`` and the acceptor ``YYYY…CAG|G`` beyond the GT / AG the gates require.
+The CDS states' emissions are the head's log-scores × ``head_weight`` plus ``coding_weight`` ×
+the per-base log-odds of a coding model (:func:`coding_tracks`; by default the shipped
+:mod:`genoctx.heads.eukaryote_coding`, fitted on the train eukaryotes' CDS).
 
 Sequences of a batch run together (the batch is the vector dimension of every step); the loop is
 over positions, each step a handful of numpy operations on a ``[B, S, K]`` array: about 10 s of
@@ -108,6 +111,11 @@ class DecoderParams:
     floor: float = 1e-6         # probabilities are clipped here before the log
     scaled: bool = True         # divide by the prior (hybrid HMM): see decode_many
     splice_weight: float = 1.0  # × the splice-site matrices' log-odds (heads.splice_sites); 0: off
+    # × the head's log-scores and × a coding model's per-base log-odds (the shipped
+    # heads.eukaryote_coding model, fitted on the train chunks' CDS; 0: off). Chosen on the
+    # train chunks held out by species (benchmarks/eukaryote_train_chunks.py --held-out)
+    head_weight: float = 0.25
+    coding_weight: float = 5.0
 
     def __post_init__(self):
         if self.min_intron < 5:
@@ -562,9 +570,22 @@ def _genes_from_path(path: np.ndarray, ch_LC: np.ndarray, em_LC: np.ndarray, mc:
     return genes
 
 
+def coding_tracks(model, x: np.ndarray) -> np.ndarray:
+    """Per-base coding log-odds for the six CDS channels, ``[L, 6]``: CDS+ at forward codon
+    position q (its phase), then CDS− at forward position q (phase 2 − q, read on the reverse
+    complement). Each base is scored with the hexamer that ends at it along the strand."""
+    from genoctx.heads import codon_model as cm
+
+    rc = np.where(x < 4, 3 - x, 4)[::-1]
+    fwd = model.base_scores(*cm.kmer_index(x))         # [3, L]: codon position × base
+    rev = model.base_scores(*cm.kmer_index(rc))[:, ::-1]  # back to forward coordinates
+    return np.concatenate([fwd.T, rev[::-1].T], axis=1).astype(np.float32)
+
+
 def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndarray], *,
                 params: DecoderParams | None = None, prior: np.ndarray | None = None,
-                batch_size: int = 64, max_batch_bases: int = 2_000_000) -> list[SplicedGene]:
+                batch_size: int = 64, max_batch_bases: int = 2_000_000,
+                coding=None) -> list[SplicedGene]:
     """Decode every record; records of similar length run as one batch.
 
     Emissions are log P(channel | sequence) from the head; with ``params.scaled`` (the default)
@@ -580,6 +601,10 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
         probs: contig → head probabilities ``[L, 17]`` (rows sum to 1).
         params: decoder settings; defaults to :class:`DecoderParams`.
         prior: channel prior ``[9]`` overriding the mean over the input.
+        coding: the coding model (:class:`genoctx.heads.codon_model.CodingModel`) whose per-base
+            log-odds, × ``params.coding_weight``, join the CDS emissions (the head's, ×
+            ``params.head_weight``); default: the shipped one
+            (:mod:`genoctx.heads.eukaryote_coding`).
         batch_size: most records per batch.
         max_batch_bases: most ``records × padded length`` per batch (bounds the back-pointer
             memory: one byte per state and base).
@@ -606,6 +631,21 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
         prior = total / sum(len(it[2]) for it in items)
     prior = prior if p.scaled else None
     items.sort(key=lambda it: (len(it[2]), it[0]))
+    extra = None
+    if p.coding_weight:
+        if coding is None:
+            from genoctx.heads.eukaryote_coding import default_model
+
+            coding = default_model()
+        extra = {i: p.coding_weight * coding_tracks(coding, x) for i, _, x, _ in items}
+    out = _decode_items(items, prior, p, mc, batch_size, max_batch_bases, extra)
+    return [g for i in sorted(out) for g in out[i]]
+
+
+def _decode_items(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
+                  max_batch_bases: int, extra: dict | None = None) -> dict[int, list]:
+    """Genes of each item ``(index, name, codes, channels)``, in batches of similar length;
+    ``extra`` adds per-base scores ``[L, 6]`` to the six CDS channels' emissions."""
     out: dict[int, list[SplicedGene]] = {}
     j = 0
     while j < len(items):
@@ -615,11 +655,17 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
             k += 1
         batch = items[j:k]
         ems = [emissions(it[3], prior, p.floor) for it in batch]
+        if p.head_weight != 1.0:
+            for em in ems:
+                em *= p.head_weight
+        if extra is not None:
+            for (i, *_), em in zip(batch, ems):
+                em[:, 1:7] += extra[i]
         paths = _viterbi_batch([it[2] for it in batch], ems, p)
         for (i, name, _, ch), em, path in zip(batch, ems, paths):
             out[i] = _genes_from_path(path, ch, em, mc, name, p)
         j = k
-    return [g for i in sorted(out) for g in out[i]]
+    return out
 
 
 def decode(seq: bytes | str, probs_LC: np.ndarray, *, contig: str = "seq",

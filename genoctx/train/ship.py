@@ -22,8 +22,9 @@ from genoctx.model import checkpoint
 
 MAX_BYTES = 25 * 1024 * 1024
 # files fitted apart from the checkpoint runs, which ship() leaves in place: the ORF scorer
-# (genoctx.heads.orf_scorer) and the decoder's model bank (genoctx.heads.meta_models)
-KEEP_PREFIX = ("orf_scorer", "meta_models")
+# (genoctx.heads.orf_scorer), the decoder's model bank (genoctx.heads.meta_models) and the
+# spliced decoder's coding model (genoctx.heads.eukaryote_coding)
+KEEP_PREFIX = ("orf_scorer", "meta_models", "eukaryote_coding")
 
 
 def _with_wall(record: dict, run_dir: Path) -> dict:
@@ -64,7 +65,7 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     size = sum(p.stat().st_size for p in files)
     if size > MAX_BYTES:
         raise SystemExit(f"export is {size / 2**20:.1f} MiB; the embedded default must be <= 25 MiB")
-    for p in dest.glob("*"):  # the decoder's ORF scorer and model bank are fitted on their own
+    for p in dest.glob("*"):  # the decoders' KEEP_PREFIX files are fitted on their own
         if p.is_file() and p.name != "__init__.py" and not p.name.startswith(KEEP_PREFIX):
             p.unlink()
     for p in files:
@@ -121,6 +122,11 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
                    "pretrain-only bacterial genomes by `python -m genoctx.heads.meta_models` "
                    "(command, inputs and sha256 in `meta_models.json`); shipping a run keeps "
                    "them."), ""]
+    if (dest / "eukaryote_coding.json").is_file():
+        lines += [("The `eukaryote_coding.*` files are the spliced decoder's coding model "
+                   "(`--mode eukaryote`), fitted on the CDS of the train-role eukaryote chunks by "
+                   "`python -m genoctx.heads.eukaryote_coding` (command, inputs and sha256 in "
+                   "`eukaryote_coding.json`); shipping a run keeps them."), ""]
     if metrics is not None:
         lines += validation_lines(json.loads(metrics.read_text()))
     (dest / "README.md").write_text("\n".join(lines) + "\n")

@@ -19,7 +19,9 @@ INV_RC = np.argsort(RC_PERMUTATION)  # column j of the reverse complement's prob
 
 # the hand-made genes here are short: keep the floor that lets them through (the default
 # drops CDS under 150 bp)
-SHORT = sd.DecoderParams(min_cds=60)
+# Decoder mechanics on oracle probabilities: the head alone (no coding model, head weight 1).
+HEAD = {"head_weight": 1.0, "coding_weight": 0.0}
+SHORT = sd.DecoderParams(min_cds=60, **HEAD)
 
 
 def revcomp(s: str) -> str:
@@ -127,10 +129,10 @@ def test_minimum_intron_length():
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
     intron = ((cds[0][1], cds[1][0]),)
     assert all(g.introns != intron for g in sd.decode(seq, p, params=SHORT))
-    (g,) = sd.decode(seq, p, params=sd.DecoderParams(min_intron=25, min_cds=60))
+    (g,) = sd.decode(seq, p, params=sd.DecoderParams(min_intron=25, min_cds=60, **HEAD))
     assert g.introns == intron
     L = len(seq)
-    (g,) = sd.decode(revcomp(seq), rc_probs(p), params=sd.DecoderParams(min_intron=25, min_cds=60))
+    (g,) = sd.decode(revcomp(seq), rc_probs(p), params=sd.DecoderParams(min_intron=25, min_cds=60, **HEAD))
     assert g.introns == ((L - intron[0][1], L - intron[0][0]),)
     assert all(len(g.introns) == 0 for g in sd.decode(revcomp(seq), rc_probs(p), params=SHORT))
 
@@ -184,8 +186,8 @@ def test_short_cds_is_dropped_and_params_checked():
     seq = FLANK_L + "ATGGCTAAAGAATAA" + FLANK_R
     a = len(FLANK_L)
     p = sd.oracle_probs(labels_for(len(seq), [(1, [(a, a + 15)])]))
-    assert sd.decode(seq, p) == []
-    assert len(sd.decode(seq, p, params=sd.DecoderParams(min_cds=15))) == 1
+    assert sd.decode(seq, p, params=sd.DecoderParams(**HEAD)) == []
+    assert len(sd.decode(seq, p, params=sd.DecoderParams(min_cds=15, **HEAD))) == 1
     with pytest.raises(ValueError, match="min_intron"):
         sd.DecoderParams(min_intron=2)
 

@@ -53,10 +53,12 @@ def test_ship_copies_weights_records_and_logs_and_writes_the_readme(runs, tmp_pa
     dest.mkdir()
     (dest / "stale.bin").write_text("old")
     (dest / "__init__.py").write_text("")
-    (dest / "orf_scorer.json").write_text("{}")  # fitted separately: kept
+    for kept in ("orf_scorer.json", "eukaryote_coding.json"):  # fitted separately: kept
+        (dest / kept).write_text("{}")
     ship(export, dest, lm, metrics)
     names = {p.name for p in dest.iterdir()}
-    assert "stale.bin" not in names and "__init__.py" in names and "orf_scorer.json" in names
+    assert "stale.bin" not in names and "__init__.py" in names
+    assert {"orf_scorer.json", "eukaryote_coding.json"} <= names
     assert {"model.safetensors", "head.safetensors", "decoder.json", "TRAINING.json",
             "TRAINING_lm.json", "lm_loss.csv", "annotation_loss.csv",
             "VALIDATION.json"} <= names
@@ -69,6 +71,7 @@ def test_ship_copies_weights_records_and_logs_and_writes_the_readme(runs, tmp_pa
     assert "F1 0.8000 (MCC 0.6000)" in readme
     assert "`annotation_loss.csv`" in readme
     assert "`orf_scorer.json`" in readme and "python -m genoctx.heads.orf_scorer" in readme
+    assert "python -m genoctx.heads.eukaryote_coding" in readme
 
 
 def test_ship_refuses_a_corrupt_export(runs, tmp_path):

@@ -14,8 +14,9 @@ Methods, each scored on the same bases and transcripts:
   in-frame stop on either strand — on each small-gene locus its longest ORF, on the chunk every
   ORF of ≥ 300 bp taken longest first without overlap;
 - ``decoder+oracle`` (a ceiling, not a method): the decoder fed the truth labels as smoothed
-  one-hot probabilities; what it misses is lost to its constraints (split stop codons,
-  CDS < 60 bp, introns < 30 bp, non-canonical splice sites, isoforms beyond the first).
+  one-hot probabilities, alone (head weight 1, no coding model); what it misses is lost to its
+  constraints (split stop codons, CDS under ``min_cds``, introns < 30 bp, non-canonical splice
+  sites, isoforms beyond the first).
 
 Scores (truth = CDS features not pseudo and not joined; ``ignore`` bases of
 :func:`genoctx.io.annotation.label_tracks` are left out of per-base scores):
@@ -415,8 +416,9 @@ def run(ctx: BenchContext) -> BenchResult:
         methods["orf-baseline"] = baseline_genes(ds)
         res["methods"]["orf-baseline"] = score_structure(methods["orf-baseline"], ds)
         oracle = {c: sd.oracle_probs(y) for c, y in ds.labels.items()}
+        alone = dataclasses.replace(params, head_weight=1.0, coding_weight=0.0)
         res["methods"]["decoder+oracle"] = score_structure(
-            sd.decode_many(ds.records, oracle, params=params), ds)
+            sd.decode_many(ds.records, oracle, params=alone), ds)
         metrics["datasets"][ds.name] = res
         rows += _rows(ds.name, res)
         if ds.name == "chunk":

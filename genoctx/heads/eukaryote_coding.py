@@ -1,0 +1,137 @@
+"""A coding model for eukaryote mode, fitted on the annotated CDS of the train eukaryote chunks.
+
+The spliced decoder (:mod:`genoctx.heads.spliced_decoder`) reads the annotation head's
+probabilities, which put about half of all bases in CDS on the train chunks (0.36 and 0.13 are).
+This model adds what the sequence says: the periodic fifth-order Markov chain of
+:mod:`genoctx.heads.codon_model` (log P(base | five previous bases, codon position) in coding
+sequence against both strands of the chunks), fitted on every complete CDS of the train-role
+eukaryote chunks (A. thaliana and D. melanogaster). The decoder adds ``coding_weight`` × its
+per-base log-odds (:func:`genoctx.heads.spliced_decoder.coding_tracks`) to the six CDS
+channels' emissions.
+
+It ships as ``genoctx/weights/eukaryote_coding.safetensors`` (sha256-checked) with
+``eukaryote_coding.json`` (command, data files and their sha256). Refit with
+``python -m genoctx.heads.eukaryote_coding [--data-root DIR] [--out DIR]`` (seconds; reads only
+train-role files, through the role guard; the same sha256 on every run). Held out by species:
+``python benchmarks/eukaryote_train_chunks.py --held-out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from genoctx.heads import codon_model as cm
+from genoctx.heads.orfs import encode
+from genoctx.io.digest import verify_digest_file, write_digest, write_fit_record
+
+WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
+FILE = "eukaryote_coding.safetensors"
+CHUNK_GLOB = "genomes/eukaryote_chunks/*.fa.gz"
+
+
+def complete_cds(records: list[tuple[str, bytes]], features: dict) -> list[np.ndarray]:
+    """Base codes of every complete CDS (phase 0, a whole number of codons, inside its record;
+    not pseudo, not joined), spliced and read along its strand."""
+    seqs = {c: encode(s) for c, s in records}
+    out = []
+    for contig, feats in features.items():
+        x = seqs.get(contig)
+        if x is None:
+            continue
+        for f in feats:
+            parts = sorted(f.parts)
+            if (f.kind != "CDS" or f.pseudo or f.joined or f.strand == 0 or f.phase
+                    or (f.part_phases and f.part_phases[0]) or parts[-1][1] > len(x)):
+                continue
+            cds = np.concatenate([x[s:e] for s, e in parts])
+            if len(cds) % 3 or len(cds) < 6:
+                continue
+            out.append(cds if f.strand > 0 else np.where(cds < 4, 3 - cds, 4)[::-1])
+    return out
+
+
+def fit(chunks: list[tuple[list, dict]]) -> cm.CodingModel:
+    """The coding model of ``(records, features)`` pairs: CDS hexamers by codon position
+    against the hexamers of both strands of every record."""
+    coding = np.zeros((3, cm.NUM_KMERS), dtype=np.int64)
+    background = np.zeros(cm.NUM_KMERS, dtype=np.int64)
+    for records, features in chunks:
+        for cds in complete_cds(records, features):
+            kidx, valid = cm.kmer_index(cds)
+            coding += cm.coding_counts(kidx, valid, np.array([0]), np.array([len(cds)]))
+        for _, seq in records:
+            x = encode(seq)
+            for strand in (x, np.where(x < 4, 3 - x, 4)[::-1]):
+                background += cm.background_counts(*cm.kmer_index(strand))
+    return cm.fit_coding_model(coding, background)
+
+
+def save(model: cm.CodingModel, folder: Path) -> Path:
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / FILE
+    save_file({"llr_QK": np.ascontiguousarray(model.llr_QK)}, str(path))
+    write_digest(path)
+    return path
+
+
+def load(folder: Path = WEIGHTS_DIR) -> cm.CodingModel:
+    """The model in ``folder``, checked against its ``.sha256``."""
+    from safetensors.numpy import load_file
+
+    path = folder / FILE
+    verify_digest_file(path, "eukaryote coding model",
+                       "refit with `python -m genoctx.heads.eukaryote_coding`")
+    return cm.CodingModel(load_file(str(path))["llr_QK"])
+
+
+@functools.lru_cache(maxsize=1)
+def default_model() -> cm.CodingModel:
+    """The shipped model (loaded once)."""
+    return load(WEIGHTS_DIR)
+
+
+def load_chunks(data_root=None, species: list[str] | None = None) -> list[tuple[str, dict, list, dict]]:
+    """``(species, {path: sha256}, records, features)`` of each train-role eukaryote chunk (FASTA
+    and GFF), through the role guard; ``species`` keeps only those named."""
+    from genoctx.io.annotation import read_features
+    from genoctx.train.corpus import _guarded, manifest_files, read_sequences
+
+    out = []
+    for fa in manifest_files([CHUNK_GLOB], {"train"}, data_root):
+        name = Path(fa).name.removesuffix(".fa.gz")
+        if species is not None and name not in species:
+            continue
+        gff = fa.removesuffix(".fa.gz") + ".gff.gz"
+        (fa_path, fa_info), (gff_path, gff_info) = _guarded(fa, data_root), _guarded(gff, data_root)
+        out.append((name, {fa: fa_info["sha256"], gff: gff_info["sha256"]},
+                    read_sequences(fa_path), read_features(gff_path)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-root", default=None, help="shared data folder (default: auto)")
+    ap.add_argument("--out", default=str(WEIGHTS_DIR), help="folder to write (default: weights)")
+    args = ap.parse_args(argv)
+    chunks = load_chunks(args.data_root)
+    model = fit([(records, features) for _, _, records, features in chunks])
+    out = Path(args.out)
+    path = save(model, out)
+    files = {k: v for _, f, _, _ in chunks for k, v in f.items()}
+    write_fit_record(out / "eukaryote_coding.json", "genoctx.heads.eukaryote_coding",
+                     args.data_root, path, species=[c[0] for c in chunks],
+                     cds=sum(len(complete_cds(r, f)) for _, _, r, f in chunks),
+                     train_files=files,
+                     held_out_check="python benchmarks/eukaryote_train_chunks.py --held-out")
+    print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

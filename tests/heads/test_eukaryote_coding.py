@@ -1,0 +1,81 @@
+"""The eukaryote coding model: refit from the data root gives the shipped file, the file is
+checked before use, its tracks are strand-symmetric, and it finds real genes by itself."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from genoctx.errors import InputError
+from genoctx.heads import eukaryote_coding as ec
+from genoctx.heads import spliced_decoder as sd
+from genoctx.heads.classes import NUM_CLASSES
+from genoctx.heads.orfs import encode
+
+
+def test_refit_from_train_chunks_gives_the_shipped_file(data_root, tmp_path):
+    ec.main(["--data-root", str(data_root), "--out", str(tmp_path)])
+    assert (tmp_path / ec.FILE).read_bytes() == (ec.WEIGHTS_DIR / ec.FILE).read_bytes()
+    record = json.loads((tmp_path / "eukaryote_coding.json").read_text())
+    shipped = json.loads((ec.WEIGHTS_DIR / "eukaryote_coding.json").read_text())
+    assert record["sha256"] == shipped["sha256"]
+    assert record["train_files"] == shipped["train_files"]
+    # only train-role chunks: the validation genome (C. elegans) never enters the fit
+    assert sorted(record["species"]) == ["A.thaliana", "D.melanogaster"]
+
+
+def test_changed_file_is_refused(tmp_path):
+    for name in (ec.FILE, ec.FILE + ".sha256"):
+        shutil.copy(ec.WEIGHTS_DIR / name, tmp_path / name)
+    assert ec.load(tmp_path).llr_QK.shape[0] == 3
+    data = bytearray((tmp_path / ec.FILE).read_bytes())
+    data[-1] ^= 1
+    (tmp_path / ec.FILE).write_bytes(bytes(data))
+    with pytest.raises(InputError, match="sha256"):
+        ec.load(tmp_path)
+    (tmp_path / (ec.FILE + ".sha256")).unlink()
+    with pytest.raises(InputError, match="missing"):
+        ec.load(tmp_path)
+
+
+def test_tracks_mirror_on_the_reverse_complement(example_fasta):
+    from genoctx.io.fasta import iter_records
+
+    (_, seq), = iter_records(example_fasta)
+    x = encode(seq)
+    rc = np.where(x < 4, 3 - x, 4)[::-1]
+    model = ec.default_model()
+    fwd, back = sd.coding_tracks(model, x), sd.coding_tracks(model, rc)[::-1]
+    # CDS+ at codon position q on the reverse complement is CDS− at forward position 2 − q here
+    np.testing.assert_array_equal(back[:, [0, 1, 2]], fwd[:, [5, 4, 3]])
+    np.testing.assert_array_equal(back[:, [3, 4, 5]], fwd[:, [2, 1, 0]])
+
+
+def test_coding_model_alone_finds_real_genes(data_root):
+    # C. elegans (validation, never fitted on): with head probabilities that say nothing, the
+    # decoder calls nothing; with the coding model it finds most of the annotated CDS bases.
+    from genoctx.io.annotation import read_genes
+    from genoctx.io.fasta import iter_records
+
+    root = data_root / "genomes/eukaryote_chunks"
+    seq = dict(iter_records(root / "C.elegans.fa.gz"))["V"].decode().upper()[:200_000]
+    truth = np.zeros(len(seq), dtype=bool)
+    for g in read_genes(root / "C.elegans.gff.gz"):
+        if g.contig == "V" and g.end <= len(seq):
+            for a, b in g.parts:
+                truth[a:b] = True
+    flat = np.full((len(seq), NUM_CLASSES), 1 / NUM_CLASSES, dtype=np.float32)
+    assert sd.decode(seq, flat, params=sd.DecoderParams(head_weight=1.0, coding_weight=0.0)) == []
+    genes = sd.decode(seq, flat, params=sd.DecoderParams(head_weight=1.0))
+    called = np.zeros(len(seq), dtype=bool)
+    for g in genes:
+        for a, b in g.cds:
+            called[a:b] = True
+    precision = (called & truth).sum() / called.sum()
+    recall = (called & truth).sum() / truth.sum()
+    print(f"\n{len(genes)} genes, CDS-base precision {precision:.3f}, recall {recall:.3f} "
+          f"(annotated CDS: {truth.mean():.3f} of bases)")
+    assert precision > 2.5 * truth.mean() and recall > 0.7
