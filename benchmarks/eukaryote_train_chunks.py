@@ -13,9 +13,13 @@ filter after decoding with the lower floor). ``--head-weight`` and ``--coding-we
 decoder's weights of the head's log-scores and of the coding model
 (:mod:`genoctx.heads.eukaryote_coding`); the shipped coding model was fitted on these chunks,
 so ``--held-out`` decodes each chunk with one fitted on the other species only.
+``--param NAME=V1,V2,...`` sweeps any other numeric field of ``DecoderParams`` (``splice_weight``,
+``mean_intron``, ``mean_exon``, ``min_intron``, ``mean_intergenic``); several ``--param`` options
+make a grid, and each row names its settings.
 
 Run: ``python benchmarks/eukaryote_train_chunks.py [--min-cds 60 150 300] [--spliced-floor N]
-[--head-weight 1 0.25] [--coding-weight 0 5] [--held-out] [--model embedded]``.
+[--head-weight 1 0.25] [--coding-weight 0 5] [--param splice_weight=0.5,1,2] [--held-out]
+[--model embedded]``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
 
 import argparse
+import itertools
 
 import numpy as np
 
@@ -87,16 +92,26 @@ def main(argv=None) -> None:
                     help="DecoderParams.head_weight values (default: the decoder's)")
     ap.add_argument("--coding-weight", type=float, nargs="+", default=[None],
                     help="DecoderParams.coding_weight values (default: the decoder's; 0: off)")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
+                    help="sweep another DecoderParams field (repeatable: a grid)")
     ap.add_argument("--held-out", action="store_true",
                     help="decode each chunk with a coding model fitted on the other species")
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--data-root", default=None)
     args = ap.parse_args(argv)
+    fields = {f.name: f for f in sd.DecoderParams.__dataclass_fields__.values()}
+    sweeps = []  # [(name, [values])]
+    for item in args.param:
+        name, _, values = item.partition("=")
+        if name not in fields or name in ("min_cds", "head_weight", "coding_weight"):
+            ap.error(f"--param {item!r}: not a DecoderParams field swept here")
+        cast = int if fields[name].type in (int, "int") else float
+        sweeps.append((name, [cast(v) for v in values.split(",")]))
     root = resolve_data_root(args.data_root)
     manifest = load_manifest(root)
     print("chunk\tmin_cds\thead_weight\tcoding_weight\tgenes\tannotated transcripts\texon F1"
           "\texon precision\texon recall"
-          "\tintron F1\tCDS-chain sensitivity\tCDS-chain precision")
+          "\tintron F1\tCDS-chain sensitivity\tCDS-chain precision\tparams")
     for species in CHUNKS:
         ds = load(root, species, manifest)
         probs = head_probs(ds, args.model)
@@ -106,13 +121,15 @@ def main(argv=None) -> None:
 
             others = [c for c in CHUNKS if c != species]
             coding = ec.fit([(r, f) for _, _, r, f in ec.load_chunks(args.data_root, others)])
-        grid = [(f, h, w) for f in args.min_cds for h in args.head_weight
-                for w in args.coding_weight]
-        for floor, head_w, weight in grid:
+        extra = [dict(zip([n for n, _ in sweeps], combo))
+                 for combo in itertools.product(*[v for _, v in sweeps])]
+        grid = [(f, h, w, x) for f in args.min_cds for h in args.head_weight
+                for w in args.coding_weight for x in extra]
+        for floor, head_w, weight, more in grid:
             low = floor if args.spliced_floor is None else min(floor, args.spliced_floor)
             kw = {k: v for k, v in (("head_weight", head_w), ("coding_weight", weight))
                   if v is not None}
-            params = sd.DecoderParams(min_cds=low, **kw)
+            params = sd.DecoderParams(min_cds=low, **kw, **more)
             head_w, weight = params.head_weight, params.coding_weight
             genes = sd.decode_many(ds.records, probs, params=params, coding=coding)
             if args.spliced_floor is not None:
@@ -124,7 +141,8 @@ def main(argv=None) -> None:
                   f"{len(ds.transcripts)}\t"
                   f"{r['exon']['f1']:.3f}\t{r['exon']['precision']:.3f}\t"
                   f"{r['exon']['recall']:.3f}\t{r['intron']['f1']:.3f}\t"
-                  f"{chain['sensitivity'] or 0:.3f}\t{chain['precision'] or 0:.3f}", flush=True)
+                  f"{chain['sensitivity'] or 0:.3f}\t{chain['precision'] or 0:.3f}\t"
+                  f"{','.join(f'{k}={v:g}' for k, v in more.items()) or '-'}", flush=True)
 
 
 if __name__ == "__main__":
