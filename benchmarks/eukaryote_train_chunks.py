@@ -12,7 +12,8 @@ evaluation harness. The head's probabilities are computed once per chunk and cac
 filter after decoding with the lower floor). ``--head-weight`` and ``--coding-weight`` set the
 decoder's weights of the head's log-scores and of the coding model
 (:mod:`genoctx.heads.eukaryote_coding`); the shipped coding model was fitted on these chunks,
-so ``--held-out`` decodes each chunk with one fitted on the other species only.
+so ``--held-out`` decodes each chunk with one fitted on the other species only, and with splice-site
+matrices (:mod:`genoctx.heads.splice_sites`) fitted on the other species' introns only.
 ``--param NAME=V1,V2,...`` sweeps any other numeric field of ``DecoderParams`` (``splice_weight``,
 ``mean_intron``, ``mean_exon``, ``min_intron``, ``mean_intergenic``); several ``--param`` options
 make a grid, and each row names its settings.
@@ -95,7 +96,8 @@ def main(argv=None) -> None:
     ap.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
                     help="sweep another DecoderParams field (repeatable: a grid)")
     ap.add_argument("--held-out", action="store_true",
-                    help="decode each chunk with a coding model fitted on the other species")
+                    help="decode each chunk with a coding model and splice-site matrices "
+                         "fitted on the other species")
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--data-root", default=None)
     args = ap.parse_args(argv)
@@ -121,6 +123,11 @@ def main(argv=None) -> None:
 
             others = [c for c in CHUNKS if c != species]
             coding = ec.fit([(r, f) for _, _, r, f in ec.load_chunks(args.data_root, others)])
+            from genoctx.heads import splice_sites as ss
+
+            mats = ss.fit_matrices([e for _, fa, ex in ss.load_examples(args.data_root)
+                                    if species not in fa for e in ex])
+            ss.default_matrices = lambda mats=mats: mats  # read by the decoder at each call
         extra = [dict(zip([n for n, _ in sweeps], combo))
                  for combo in itertools.product(*[v for _, v in sweeps])]
         grid = [(f, h, w, x) for f in args.min_cds for h in args.head_weight
