@@ -117,7 +117,7 @@ def main(argv=None) -> None:
     for species in CHUNKS:
         ds = load(root, species, manifest)
         probs = head_probs(ds, args.model)
-        coding = None  # the shipped model
+        coding = sites = None  # the shipped models
         if args.held_out:
             from genoctx.heads import eukaryote_coding as ec
 
@@ -125,9 +125,8 @@ def main(argv=None) -> None:
             coding = ec.fit([(r, f) for _, _, r, f in ec.load_chunks(args.data_root, others)])
             from genoctx.heads import splice_sites as ss
 
-            mats = ss.fit_matrices([e for _, fa, ex in ss.load_examples(args.data_root)
-                                    if species not in fa for e in ex])
-            ss.default_matrices = lambda mats=mats: mats  # read by the decoder at each call
+            sites = ss.fit_matrices([e for _, fa, ex in ss.load_examples(args.data_root)
+                                     if species not in fa for e in ex])
         extra = [dict(zip([n for n, _ in sweeps], combo))
                  for combo in itertools.product(*[v for _, v in sweeps])]
         grid = [(f, h, w, x) for f in args.min_cds for h in args.head_weight
@@ -138,7 +137,8 @@ def main(argv=None) -> None:
                   if v is not None}
             params = sd.DecoderParams(min_cds=low, **kw, **more)
             head_w, weight = params.head_weight, params.coding_weight
-            genes = sd.decode_many(ds.records, probs, params=params, coding=coding)
+            genes = sd.decode_many(ds.records, probs, params=params, coding=coding,
+                                   sites=sites)
             if args.spliced_floor is not None:
                 genes = [g for g in genes
                          if g.cds_length >= (args.spliced_floor if len(g.cds) > 1 else floor)]

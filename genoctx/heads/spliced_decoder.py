@@ -435,7 +435,7 @@ def _machine(p: DecoderParams) -> _Machine:
 
 
 def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderParams,
-                   block: int = 4096) -> list[np.ndarray]:
+                   block: int = 4096, sites=None) -> list[np.ndarray]:
     """State path of every sequence of the batch, each int16 ``[L_b]``."""
     mc = _machine(p)
     B, S, K, m = len(codes), mc.S, mc.K, p.min_intron
@@ -467,7 +467,7 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
     if p.splice_weight:
         from genoctx.heads.splice_sites import default_matrices, transition_scores
 
-        donor, acceptor = default_matrices()
+        donor, acceptor = default_matrices() if sites is None else sites
         site = {k: np.zeros((B, Lmax + 1)) for k in mc.site_cols}
         for b, x in enumerate(codes):
             for s, (start, end) in transition_scores(x, donor, acceptor).items():
@@ -589,7 +589,7 @@ def coding_tracks(model, x: np.ndarray) -> np.ndarray:
 def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndarray], *,
                 params: DecoderParams | None = None, prior: np.ndarray | None = None,
                 batch_size: int = 64, max_batch_bases: int = 2_000_000,
-                coding=None) -> list[SplicedGene]:
+                coding=None, sites=None) -> list[SplicedGene]:
     """Decode every record; records of similar length run as one batch.
 
     Emissions are log P(channel | sequence) from the head; with ``params.scaled`` (the default)
@@ -609,6 +609,8 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
             log-odds, × ``params.coding_weight``, join the CDS emissions (the head's, ×
             ``params.head_weight``); default: the shipped one
             (:mod:`genoctx.heads.eukaryote_coding`).
+        sites: ``(donor, acceptor)`` splice-site matrices (:mod:`genoctx.heads.splice_sites`),
+            × ``params.splice_weight``; default: the shipped ones.
         batch_size: most records per batch.
         max_batch_bases: most ``records × padded length`` per batch (bounds the back-pointer
             memory: one byte per state and base).
@@ -642,12 +644,13 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
 
             coding = default_model()
         extra = {i: p.coding_weight * coding_tracks(coding, x) for i, _, x, _ in items}
-    out = _decode_items(items, prior, p, mc, batch_size, max_batch_bases, extra)
+    out = _decode_items(items, prior, p, mc, batch_size, max_batch_bases, extra, sites)
     return [g for i in sorted(out) for g in out[i]]
 
 
 def _decode_items(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
-                  max_batch_bases: int, extra: dict | None = None) -> dict[int, list]:
+                  max_batch_bases: int, extra: dict | None = None,
+                  sites=None) -> dict[int, list]:
     """Genes of each item ``(index, name, codes, channels)``, in batches of similar length;
     ``extra`` adds per-base scores ``[L, 6]`` to the six CDS channels' emissions."""
     out: dict[int, list[SplicedGene]] = {}
@@ -665,7 +668,7 @@ def _decode_items(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
         if extra is not None:
             for (i, *_), em in zip(batch, ems):
                 em[:, 1:7] += extra[i]
-        paths = _viterbi_batch([it[2] for it in batch], ems, p)
+        paths = _viterbi_batch([it[2] for it in batch], ems, p, sites=sites)
         for (i, name, _, ch), em, path in zip(batch, ems, paths):
             out[i] = _genes_from_path(path, ch, em, mc, name, p)
         j = k
