@@ -4,8 +4,8 @@ The spliced decoder (``genoctx.heads.spliced_decoder``) decodes the annotation h
 probabilities on the A. thaliana and D. melanogaster chunks (train role: development data; the
 validation chunk, C. elegans, is scored by ``genoctx eval annotation-eukaryote``). For each
 ``--min-cds`` value it prints the number of genes called against the annotated transcripts, exon
-and intron F1 (per base) and exact CDS-chain sensitivity / precision, with the metrics of the
-evaluation harness. The head's probabilities are computed once per chunk and cached under
+and intron F1 (per base), exact CDS-chain sensitivity / precision, with the metrics of the
+evaluation harness, and how many calls hold no annotated CDS base at all ("calls off CDS"). The head's probabilities are computed once per chunk and cached under
 ``results/eukaryote_train_chunks/`` (about 80 s per chunk on 2 CPU cores).
 
 ``--spliced-floor N`` applies ``--min-cds`` to unspliced genes only and N to spliced ones (a
@@ -13,13 +13,16 @@ filter after decoding with the lower floor). ``--head-weight`` and ``--coding-we
 decoder's weights of the head's log-scores and of the coding model
 (:mod:`genoctx.heads.eukaryote_coding`); the shipped coding model was fitted on these chunks,
 so ``--held-out`` decodes each chunk with one fitted on the other species only, and with splice-site
-matrices (:mod:`genoctx.heads.splice_sites`) fitted on the other species' introns only.
+matrices (:mod:`genoctx.heads.splice_sites`) fitted on the other species' introns only;
+``--coding-background noncoding`` fits that coding model against the hexamers outside annotated
+CDS instead of every base's.
 ``--param NAME=V1,V2,...`` sweeps any other numeric field of ``DecoderParams`` (``splice_weight``,
 ``mean_intron``, ``mean_exon``, ``min_intron``, ``mean_intergenic``); several ``--param`` options
 make a grid, and each row names its settings.
 
 Run: ``python benchmarks/eukaryote_train_chunks.py [--min-cds 60 150 300] [--spliced-floor N]
 [--head-weight 1 0.25] [--coding-weight 0 5] [--param splice_weight=0.5,1,2] [--held-out]
+[--coding-background all|noncoding]
 [--model embedded]``.
 """
 
@@ -95,12 +98,17 @@ def main(argv=None) -> None:
                     help="DecoderParams.coding_weight values (default: the decoder's; 0: off)")
     ap.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
                     help="sweep another DecoderParams field (repeatable: a grid)")
+    ap.add_argument("--coding-background", choices=("all", "noncoding"), default="all",
+                    help="with --held-out: the coding model's background hexamers, both strands "
+                         "of every base (shipped) or only bases outside annotated CDS")
     ap.add_argument("--held-out", action="store_true",
                     help="decode each chunk with a coding model and splice-site matrices "
                          "fitted on the other species")
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--data-root", default=None)
     args = ap.parse_args(argv)
+    if args.coding_background != "all" and not args.held_out:
+        ap.error("--coding-background needs --held-out (the shipped model's background is 'all')")
     fields = {f.name: f for f in sd.DecoderParams.__dataclass_fields__.values()}
     sweeps = []  # [(name, [values])]
     for item in args.param:
@@ -113,16 +121,20 @@ def main(argv=None) -> None:
     manifest = load_manifest(root)
     print("chunk\tmin_cds\thead_weight\tcoding_weight\tgenes\tannotated transcripts\texon F1"
           "\texon precision\texon recall"
-          "\tintron F1\tCDS-chain sensitivity\tCDS-chain precision\tparams")
+          "\tintron F1\tCDS-chain sensitivity\tCDS-chain precision\tcalls off CDS\tparams")
     for species in CHUNKS:
         ds = load(root, species, manifest)
+        # where each record starts in the dataset's concatenated masks
+        offset = dict(zip([c for c, _ in ds.records],
+                          np.cumsum([0] + [len(q) for _, q in ds.records[:-1]]).tolist()))
         probs = head_probs(ds, args.model)
         coding = sites = None  # the shipped models
         if args.held_out:
             from genoctx.heads import eukaryote_coding as ec
 
             others = [c for c in CHUNKS if c != species]
-            coding = ec.fit([(r, f) for _, _, r, f in ec.load_chunks(args.data_root, others)])
+            coding = ec.fit([(r, f) for _, _, r, f in ec.load_chunks(args.data_root, others)],
+                            background=args.coding_background)
             from genoctx.heads import splice_sites as ss
 
             sites = ss.fit_matrices([e for _, fa, ex in ss.load_examples(args.data_root)
@@ -144,11 +156,14 @@ def main(argv=None) -> None:
                          if g.cds_length >= (args.spliced_floor if len(g.cds) > 1 else floor)]
             r = ae.score_structure(genes, ds)
             chain = r["cds_chain"]
+            # calls none of whose CDS bases is an annotated CDS base
+            off = sum(not any(ds.exon[offset[g.contig] + a:offset[g.contig] + b].any()
+                              for a, b in g.cds) for g in genes)
             print(f"{species}\t{floor}\t{head_w:g}\t{weight:g}\t{r['n_genes']}\t"
                   f"{len(ds.transcripts)}\t"
                   f"{r['exon']['f1']:.3f}\t{r['exon']['precision']:.3f}\t"
                   f"{r['exon']['recall']:.3f}\t{r['intron']['f1']:.3f}\t"
-                  f"{chain['sensitivity'] or 0:.3f}\t{chain['precision'] or 0:.3f}\t"
+                  f"{chain['sensitivity'] or 0:.3f}\t{chain['precision'] or 0:.3f}\t{off}\t"
                   f"{','.join(f'{k}={v:g}' for k, v in more.items()) or '-'}", flush=True)
 
 

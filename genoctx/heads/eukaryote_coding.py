@@ -55,20 +55,36 @@ def complete_cds(records: list[tuple[str, bytes]], features: dict) -> list[np.nd
     return out
 
 
-def fit(chunks: list[tuple[list, dict]]) -> cm.CodingModel:
+BACKGROUNDS = ("all", "noncoding")
+
+
+def fit(chunks: list[tuple[list, dict]], background: str = "all") -> cm.CodingModel:
     """The coding model of ``(records, features)`` pairs: CDS hexamers by codon position
-    against the hexamers of both strands of every record."""
+    against the hexamers of both strands of every record (``background="all"``, shipped) or
+    only those with no base in an annotated CDS (``"noncoding"``: measured, not better; see
+    docs/results.md)."""
+    if background not in BACKGROUNDS:
+        raise ValueError(f"background must be one of {BACKGROUNDS}, got {background!r}")
     coding = np.zeros((3, cm.NUM_KMERS), dtype=np.int64)
-    background = np.zeros(cm.NUM_KMERS, dtype=np.int64)
+    counts = np.zeros(cm.NUM_KMERS, dtype=np.int64)
     for records, features in chunks:
         for cds in complete_cds(records, features):
             kidx, valid = cm.kmer_index(cds)
             coding += cm.coding_counts(kidx, valid, np.array([0]), np.array([len(cds)]))
-        for _, seq in records:
+        for contig, seq in records:
             x = encode(seq)
-            for strand in (x, np.where(x < 4, 3 - x, 4)[::-1]):
-                background += cm.background_counts(*cm.kmer_index(strand))
-    return cm.fit_coding_model(coding, background)
+            in_cds = np.zeros(len(x), dtype=bool)
+            if background == "noncoding":
+                for f in features.get(contig, []):
+                    if f.kind == "CDS":
+                        for s, e in f.parts:
+                            in_cds[s:e] = True
+            for strand, mask in ((x, in_cds), (np.where(x < 4, 3 - x, 4)[::-1], in_cds[::-1])):
+                kidx, valid = cm.kmer_index(strand)
+                if background == "noncoding":  # the hexamer ending at i reads i-5 .. i
+                    valid &= np.convolve(mask, np.ones(cm.ORDER + 1))[:len(mask)] == 0
+                counts += cm.background_counts(kidx, valid)
+    return cm.fit_coding_model(coding, counts)
 
 
 def save(model: cm.CodingModel, folder: Path) -> Path:

@@ -82,3 +82,30 @@ def test_coding_model_alone_finds_real_genes(data_root):
     print(f"\n{len(genes)} genes, CDS-base precision {precision:.3f}, recall {recall:.3f} "
           f"(annotated CDS: {truth.mean():.3f} of bases)")
     assert precision > 2.5 * truth.mean() and recall > 0.7
+
+
+def test_noncoding_background_counts_only_bases_outside_cds(monkeypatch):
+    # a toy record with one annotated CDS: background "noncoding" leaves out every hexamer that
+    # touches it (on both strands), so only the CDS-free flanks are counted
+    from genoctx.heads import codon_model as cm
+    from genoctx.io.annotation import Feature
+
+    rng = np.random.default_rng(0)
+    seq = "".join(rng.choice(list("ACGT"), 600))
+    cds = "ATG" + "".join(rng.choice(["GCT", "AAA", "CTG", "GAA"], 98)) + "TAA"
+    seq = seq[:200] + cds + seq[200 + len(cds):]
+    feats = {"r": [Feature(contig="r", start=200, end=200 + len(cds), strand=1, kind="CDS",
+                           parts=[(200, 200 + len(cds))])]}
+    seen = []
+    real = cm.fit_coding_model
+    monkeypatch.setattr(cm, "fit_coding_model",
+                        lambda coding, background: seen.append(background) or real(coding,
+                                                                                 background))
+    for background in ("all", "noncoding"):
+        ec.fit([([("r", seq.encode())], feats)], background=background)
+    every, outside = seen
+    assert every.sum() == 2 * (len(seq) - 5)
+    # per strand: the hexamers wholly inside [0, 200) or [200 + len(cds), 600)
+    assert outside.sum() == 2 * ((200 - 5) + (600 - 200 - len(cds) - 5))
+    with pytest.raises(ValueError, match="background"):
+        ec.fit([([("r", seq.encode())], feats)], background="intergenic")
