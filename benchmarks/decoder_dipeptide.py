@@ -37,19 +37,16 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
-import dataclasses
-
 import numpy as np
-import scipy.sparse as sparse
 from decoder_dev import GENOMES
+from decoder_orf_classifier import _Fixed, decoded_train_genomes
+from scipy import sparse
 
 from genoctx.eval.metrics import gene_metrics
 from genoctx.heads import decoder as dec
 from genoctx.heads.decoder_fit import species_key, species_weights
-from genoctx.heads.orf_scorer import SKIP_MARGIN, _codon_table, decoder_rows, fit_scorer
+from genoctx.heads.orf_scorer import SKIP_MARGIN, _codon_table, fit_scorer
 from genoctx.heads.orfs import strand_groups
-from genoctx.io.annotation import read_genes, read_sequences_genbank
-from genoctx.io.dataroot import load_manifest, resolve_data_root
 
 A = 21  # 20 amino acids, then "other" (a codon with N)
 VARIANTS = ("base", "cond", "joint", "cond+joint")
@@ -109,58 +106,32 @@ def pair_tables(data: dict, names: list[str], weights: dict) -> dict[str, np.nda
     return {"cond": cond.ravel(), "joint": joint.ravel()}
 
 
-@dataclasses.dataclass
-class _Fixed:
-    """A stand-in scorer whose adjustment is given (rows as decoder_rows)."""
-    adj: np.ndarray
-
-    def adjustment(self, x):
-        return self.adj
+def _rows(genome: tuple, variant: str, tables: dict) -> np.ndarray:
+    """The scorer's rows of one genome, with the pair features ``variant`` names appended."""
+    x, pairs = genome[0], genome[4]
+    size = np.maximum(np.asarray(pairs.sum(1)).ravel(), 1)
+    extra = [pairs @ tables[t] / size for t in variant.split("+") if t in tables]
+    return np.column_stack([x, *extra])
 
 
 def main(argv=None) -> None:
     from sklearn.metrics import roc_auc_score
 
     held = (sys.argv[1:] if argv is None else argv) or list(GENOMES)
-    root = resolve_data_root(None)
-    manifest = load_manifest(root)
-    train = sorted(r for r, m in manifest.items()
-                   if r.startswith("genomes/bacteria/") and r.endswith(".gbff.gz")
-                   and m.role == "train")
-    params = dec.DecoderParams(orf_scorer=False)
-    data = {}
-    for rel in train:  # only train-role genomes are ever read
-        name = Path(rel).name.removesuffix(".gbff.gz")
-        records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
-        genes = read_genes(root / rel)
-        d = dec.GenomeDecoder(records, None, params)
-        d.train()
-        x, y, _ = decoder_rows(d, [(g.contig, g.start, g.end, g.strand) for g in genes])
-        data[name] = (x, y, d, genes, decoder_pairs(d))
-        print(f"# {name}: {len(y)} ORFs, {int(y.sum())} annotated", flush=True)
-    if held == ["--all"]:
-        held = list(data)
-    for name in held:
-        if name not in data:
-            sys.exit(f"{name} is not a train genome")
+    data, held = decoded_train_genomes(held)
+    data = {n: (x, y, d, genes, decoder_pairs(d)) for n, (x, y, d, _, genes) in data.items()}
     weights = dict(zip(data, species_weights(list(data))))
     print("genome\t" + "\t".join(f"{v}_{c}" for v in VARIANTS for c in (*COLS, "auc")))
     sums = np.zeros((len(VARIANTS), len(COLS) + 1))
     for name in held:
         others = [n for n in data if species_key(n) != species_key(name)]
         tables = pair_tables(data, others, weights)
-
-        def rows(n, variant):
-            x, pairs = data[n][0], data[n][4]
-            size = np.maximum(np.asarray(pairs.sum(1)).ravel(), 1)
-            extra = [pairs @ tables[t] / size for t in variant.split("+") if t in tables]
-            return np.column_stack([x, *extra])
-
         x, y, d, genes, _ = data[name]
         out = []
         for variant in VARIANTS:
-            scorer = fit_scorer([(rows(n, variant), data[n][1], weights[n]) for n in others])
-            z = scorer.trees.decision_function(rows(name, variant))
+            scorer = fit_scorer([(_rows(data[n], variant, tables), data[n][1], weights[n])
+                                 for n in others])
+            z = scorer.trees.decision_function(_rows(data[name], variant, tables))
             a, b = scorer.platt
             adj = scorer.weight * np.clip(z - (a * x[:, 0] + b), -scorer.clip, scorer.clip)
             adj[x[:, 0] <= -(scorer.weight * scorer.clip + SKIP_MARGIN)] = 0.0  # as shipped

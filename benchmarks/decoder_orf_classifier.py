@@ -71,10 +71,11 @@ class _Fixed:
         return self.adj
 
 
-def main(argv=None) -> None:
-    from sklearn.metrics import roc_auc_score
-
-    held = (sys.argv[1:] if argv is None else argv) or list(GENOMES)
+def decoded_train_genomes(held: list[str]) -> tuple[dict, list[str]]:
+    """Every TRAIN genome self-trained by the decoder without the ORF scorer: ``{name: (rows,
+    labels, decoder, chosen, annotated genes)}`` (rows and labels as ``decoder_rows``), and the
+    held-out genomes named by ``held`` (``["--all"]``: every one; a name that is not a train
+    genome exits)."""
     root = resolve_data_root(None)
     manifest = load_manifest(root)
     train = sorted(r for r, m in manifest.items()
@@ -85,17 +86,25 @@ def main(argv=None) -> None:
     for rel in train:  # only train-role genomes are ever read
         name = Path(rel).name.removesuffix(".gbff.gz")
         records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
-        truth = [(g.contig, g.start, g.end, g.strand) for g in read_genes(root / rel)]
+        genes = read_genes(root / rel)
         d = dec.GenomeDecoder(records, None, params)
         chosen = d.train()
-        x, y, _ = decoder_rows(d, truth)
-        data[name] = (x, y, d, chosen, read_genes(root / rel))
+        x, y, _ = decoder_rows(d, [(g.contig, g.start, g.end, g.strand) for g in genes])
+        data[name] = (x, y, d, chosen, genes)
         print(f"# {name}: {len(y)} ORFs, {int(y.sum())} annotated", flush=True)
     if held == ["--all"]:
         held = list(data)
     for name in held:
         if name not in data:
             sys.exit(f"{name} is not a train genome")
+    return data, held
+
+
+def main(argv=None) -> None:
+    from sklearn.metrics import roc_auc_score
+
+    held = (sys.argv[1:] if argv is None else argv) or list(GENOMES)
+    data, held = decoded_train_genomes(held)
     variants = ["decoder"] + [f"replace{o:+g}" for o in OFFSETS] + [f"residual{k:g}" for k in KS]
     print("genome\tauc_decoder\tauc_trees\t" + "\t".join(
         f"{v}_{c}" for v in variants for c in COLS))
