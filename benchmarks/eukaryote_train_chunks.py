@@ -5,7 +5,8 @@ probabilities on the A. thaliana and D. melanogaster chunks (train role: develop
 validation chunk, C. elegans, is scored by ``genoctx eval annotation-eukaryote``). For each
 ``--min-cds`` value it prints the number of genes called against the annotated transcripts, exon
 and intron F1 (per base), exact CDS-chain sensitivity / precision, with the metrics of the
-evaluation harness, and how many calls hold no annotated CDS base at all ("calls off CDS"). The head's probabilities are computed once per chunk and cached under
+evaluation harness, and how many calls hold no annotated CDS base at all ("calls off CDS").
+The head's probabilities are computed once per chunk and cached under
 ``results/eukaryote_train_chunks/`` (about 80 s per chunk on 2 CPU cores).
 
 ``--spliced-floor N`` applies ``--min-cds`` to unspliced genes only and N to spliced ones (a
