@@ -146,7 +146,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     ``rnas`` and CDS calls overlapping them are dropped, else ``rnas`` is None. The evaluation
     benchmarks call this too, so their numbers are those of the command. With ``workers`` > 1
     the RNA finders run in a process of their own while the genes are decoded, and the rest
-    of the workers decode records side by side when each is decoded alone (``meta``); the
+    of the workers decode records side by side when each is decoded alone (``meta``); the rRNA
+    searches run ``workers`` at a time (:func:`genoctx.heads.rna_genes.find_rrna`). The
     result does not depend on ``workers``. ``closed``: genes may not run off sequence ends
     (complete replicons; Prodigal's ``-c``), or only those a ``{record: (first, last)}`` mapping
     marks (:func:`genoctx.heads.decoder.closed_ends`). ``circular``: records that are whole
@@ -158,13 +159,16 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     nonempty = [(c, s) for c, s in records if len(s)]
     ring = circular_names([c for c, _ in nonempty], circular)
     pool = future = None
+    # the rRNA searches take every worker: the decoder holds one only while it runs (or, under
+    # meta, its pool's); the finders go on alone after it
+    rna_threads = workers
     if finders and workers > 1 and nonempty:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         try:
             pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            future = pool.submit(rna_genes.find_rna_genes, nonempty, ring)
+            future = pool.submit(rna_genes.find_rna_genes, nonempty, ring, rna_threads)
             workers -= 1
         except (OSError, NotImplementedError):  # no process semaphores here: run them in turn
             pool = future = None
@@ -175,7 +179,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
         if not finders:
             return genes, None
         found = (future.result() if future is not None
-                 else rna_genes.find_rna_genes(nonempty, ring))
+                 else rna_genes.find_rna_genes(nonempty, ring, rna_threads))
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

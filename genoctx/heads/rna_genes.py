@@ -110,7 +110,8 @@ def find_trna(records: list[tuple[str, bytes]], *, translation_table: int = 11,
 
 
 def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
-              prefilter: bool = True, circular: Collection[str] = ()) -> list[RNACall]:
+              prefilter: bool = True, circular: Collection[str] = (),
+              threads: int | None = None) -> list[RNACall]:
     """5S/16S/23S rRNA genes of every record (barrnap profiles), 0-based half-open, sorted.
 
     Partial hits (barrnap's ``Note=aligned only ...``) are kept and marked ``partial=true``.
@@ -122,10 +123,12 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     ``RRNA_JOIN`` bases of each are searched again, joined. A gene found across the join ends
     past the record's length (as ARAGORN's circular search reports tRNAs), and replaces the
     pieces of it that the line's search found at the record's ends.
+
+    ``threads``: nhmmer searches run side by side, one per profile and stretch (default: every
+    core this process may use, up to ``RRNA_MAX_THREADS``). Each search is given the database
+    size of all stretches together, so the genes and their E-values do not depend on it.
     """
     pybarrnap = _require("pybarrnap", "rRNA finding")
-    from Bio.Seq import Seq
-    from Bio.SeqRecord import SeqRecord
 
     kept = [(c, finder_sequence(s)) for c, s in records if s]
     if not kept:
@@ -143,44 +146,93 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
         spans = [(i, 0, len(s)) for i, (_, s) in enumerate(kept)]
     if not spans:
         return []
-    # barrnap wants unique plain ids: r<record>_<offset>, mapped back below
-    seqs = [SeqRecord(Seq(kept[i][1][lo:hi].decode("ascii")), id=f"r{i}_{lo}", name=f"r{i}_{lo}")
-            for i, lo, hi in spans]
     # nhmmer's E-values grow with the bases searched: scaling the cutoff by the share searched
     # keeps barrnap's 1e-6 over the whole input
     share = sum(hi - lo for _, lo, hi in spans) / sum(len(s) for _, s in kept)
-    threads = max(1, min(4, os.cpu_count() or 1))  # nhmmer's hits do not depend on it
-    result = pybarrnap.Barrnap(seqs, kingdom=kingdom, threads=threads, quiet=True,
-                               evalue=RRNA_EVALUE * share).run()
     version = getattr(pybarrnap, "__version__", "")
     out = []
-    for line in result.get_gff_text().splitlines():
-        col = line.split("\t")
-        if line.startswith("#") or len(col) != 9 or col[2] != "rRNA":
-            continue
-        attrs = dict(kv.split("=", 1) for kv in col[8].split(";") if "=" in kv)
-        name = attrs.get("Name", "")
-        product = RRNA_PRODUCTS.get(name, attrs.get("product", name or "ribosomal RNA"))
+    for rec, (i, lo, _) in _barrnap_hits(kept, spans, kingdom, RRNA_EVALUE * share, threads):
+        name = rec.query_name
+        partial = rec.is_partial(RRNA_LENCUTOFF)  # barrnap's Note=aligned only N percent
+        product = RRNA_PRODUCTS.get(name, rec.product + (" (partial)" if partial else ""))
         extra = {"product": product, "inference": f"barrnap:{version}".rstrip(":")}
-        i, lo = map(int, col[0][1:].split("_"))
-        start, end = lo + int(col[3]) - 1, lo + int(col[4])
-        partial = "Note" in attrs or "note" in attrs  # barrnap: Note=aligned only N percent
+        start, end = lo + rec.start - 1, lo + rec.end
         if partial:
             extra["partial"] = "true"
+        strand = 1 if rec.strand == "+" else -1
         if i in joins:  # the joined origin stretch: keep genes across the join only
-            rec, left = joins[i]
+            owner, left = joins[i]
             if not start < left < end:
                 continue
-            n = len(kept[rec][1])
+            n = len(kept[owner][1])
             start, end = start + n - left, end + n - left
-            i = rec
+            i = owner
         elif partial:  # a partial gene that reaches a contig end is taken as cut by it there
             extra.update(cut_ends(start == 0, end == len(kept[i][1])))
-        out.append(RNACall(kept[i][0], start, end, 1 if col[6] == "+" else -1,
-                           "rRNA", math.nan, extra))
+        out.append(RNACall(kept[i][0], start, end, strand, "rRNA", math.nan, extra))
     if joins:
         out = _drop_origin_pieces(out, {kept[i][0]: len(kept[i][1]) for i, _ in joins.values()})
     return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
+
+
+def _barrnap_hits(kept: list[tuple[str, bytes]], spans: list[tuple[int, int, int]],
+                  kingdom: str, evalue: float, threads: int | None) -> list[tuple]:
+    """What ``pybarrnap.Barrnap(...).run()`` finds over ``spans`` of ``kept`` (barrnap's
+    profiles, E-value cutoff, window and length-reject rule), as ``(ModelRecord, span)`` pairs,
+    profile by profile, then by E-value, score and stretch.
+
+    Barrnap hands all stretches to one nhmmer call, which runs one search per profile, so the
+    23S profile's search over every stretch bounds the time however many cores there are. Here
+    each (profile, stretch) pair is a search of its own, run ``threads`` at a time; each is given
+    the database size of all stretches together (nhmmer's ``Z``, in Mb), so every hit's E-value,
+    and hence the genes, are those of the single call.
+    """
+    import pyhmmer
+    from pybarrnap.config import KINGDOM2HMM_DB, MAXLEN, SEQTYPE2LEN
+    from pybarrnap.record import ModelRecord
+    from pyhmmer.easel import Alphabet, DigitalSequenceBlock, TextSequence
+    from pyhmmer.plan7 import HMMFile
+
+    with HMMFile(KINGDOM2HMM_DB[kingdom]) as fh:
+        hmms = list(fh)
+    alphabet = Alphabet.rna()
+    blocks = [DigitalSequenceBlock(alphabet, [TextSequence(
+        name=f"r{i}_{lo}".encode(), sequence=kept[i][1][lo:hi].decode("ascii")).digitize(alphabet)])
+        for i, lo, hi in spans]
+    z = sum(hi - lo for _, lo, hi in spans) / 1e6  # nhmmer's database size: Mb of one strand
+
+    def search(job: tuple[int, int]) -> list:
+        q, b = job
+        hits = next(iter(pyhmmer.nhmmer([hmms[q]], blocks[b], cpus=1, Z=z, E=evalue,
+                                        window_length=MAXLEN)))
+        return [(h.evalue, -h.score, b, ModelRecord.from_hit(h)) for h in hits.reported]
+
+    jobs = [(q, b) for q in range(len(hmms)) for b in range(len(blocks))]
+    if threads is None:
+        threads = min(RRNA_MAX_THREADS, _cores())
+    threads = max(1, min(threads, len(jobs)))
+    if threads == 1:
+        found = [search(j) for j in jobs]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as pool:  # pyhmmer searches without the GIL
+            found = list(pool.map(search, jobs))
+    out = []
+    for q in range(len(hmms)):
+        rows = sorted((r for j, rs in zip(jobs, found) if j[0] == q for r in rs),
+                      key=lambda r: r[:3])
+        out += [(rec, spans[b]) for _, _, b, rec in rows
+                if rec.length / int(SEQTYPE2LEN[rec.query_name]) >= RRNA_REJECT]
+    return out
+
+
+def _cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity call on this platform (macOS)
+        return max(1, os.cpu_count() or 1)
 
 
 def _drop_origin_pieces(calls: list[RNACall], lengths: dict[str, int]) -> list[RNACall]:
@@ -209,6 +261,9 @@ def _drop_origin_pieces(calls: list[RNACall], lengths: dict[str, int]) -> list[R
 # stretch of genome a handful (E. coli's largest chance cluster: 7). The 5S profile is short
 # and cheap, so it scans everything (with a loose cutoff) and its hits become regions too.
 RRNA_EVALUE = 1e-6        # barrnap's cutoff
+RRNA_LENCUTOFF = 0.8      # barrnap: a gene aligned over less of its profile's length is partial
+RRNA_REJECT = 0.25        # barrnap: hits aligned over less than this share are dropped
+RRNA_MAX_THREADS = 16     # nhmmer searches side by side (find_rrna's default)
 RRNA_SEED_K = 12          # bp: exact matches to the 16S/23S consensus (either strand)
 RRNA_SEED_GAP = 300       # bp: seeds closer than this form one cluster
 RRNA_SEED_MIN = 8         # seeds: a cluster this large is searched
@@ -322,11 +377,12 @@ def rrna_regions(records: list[tuple[str, bytes]], *, chunk: int = 1 << 22) -> l
     return merged
 
 
-def find_rna_genes(records: list[tuple[str, bytes]],
-                   circular: Collection[str] = ()) -> list[RNACall]:
+def find_rna_genes(records: list[tuple[str, bytes]], circular: Collection[str] = (),
+                   threads: int | None = None) -> list[RNACall]:
     """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed); genes may
-    cross the origin of the records named in ``circular``."""
-    return sorted(find_trna(records, circular=circular) + find_rrna(records, circular=circular),
+    cross the origin of the records named in ``circular``; ``threads``: see :func:`find_rrna`."""
+    rrna = find_rrna(records, circular=circular, threads=threads)
+    return sorted(find_trna(records, circular=circular) + rrna,
                   key=lambda r: (r.contig, r.start, r.end, r.strand, r.kind))
 
 

@@ -119,6 +119,32 @@ def test_prefilter_finds_the_rrna_genes_of_a_search_over_every_base(ecoli_slice)
     assert spans and searched < len(seq) / 4  # the operon and its flanks, not the slice
 
 
+def test_rrna_searches_side_by_side_are_barrnaps_single_call(ecoli_slice):
+    """One nhmmer search per (profile, stretch), threads at a time, each with the database size
+    of all stretches, gives the genes (and E-values) of ``pybarrnap.Barrnap`` over the same
+    stretches in one call, whatever the number of threads; the cut contigs give partial genes."""
+    import pybarrnap
+    from Bio.Seq import Seq
+    from Bio.SeqRecord import SeqRecord
+
+    contig, seq, _ = ecoli_slice
+    recs = [(f"c{a}", rna_genes.finder_sequence(seq[a:a + 5000]))
+            for a in range(215_000, 240_000, 5000)] + [(contig, seq[223_000:230_000])]
+    spans = [(i, 0, len(s)) for i, (_, s) in enumerate(recs)]
+    seqs = [SeqRecord(Seq(recs[i][1][lo:hi].decode()), id=f"r{i}_{lo}", name=f"r{i}_{lo}")
+            for i, lo, hi in spans]
+    gff = pybarrnap.Barrnap(seqs, kingdom="bac", threads=1, quiet=True,
+                            evalue=1e-6).run().get_gff_text()
+    want = [ln.split("\t") for ln in gff.splitlines() if ln and not ln.startswith("#")]
+    assert len(want) >= 6 and any("Note=aligned only" in r[8] for r in want)
+    for threads in (1, 3):
+        got = rna_genes._barrnap_hits(recs, spans, "bac", 1e-6, threads)
+        rows = [rec.to_gff_line(rna_genes.RRNA_LENCUTOFF).split("\t") for rec, _ in got]
+        assert sorted(rows) == sorted(want)
+    assert _rrna_key(rna_genes.find_rrna(recs, prefilter=False, threads=1)) == _rrna_key(
+        rna_genes.find_rrna(recs, prefilter=False, threads=4))
+
+
 def test_prefilter_regions_hold_the_genes_and_skip_sequence_without_them(ecoli_slice):
     """A stretch opens around each 16S/23S seed cluster and 5S hit, widened by the flank and
     clipped to the record; a record of coding sequence only gets none (and no calls)."""
