@@ -380,9 +380,22 @@ def rrna_regions(records: list[tuple[str, bytes]], *, chunk: int = 1 << 22) -> l
 def find_rna_genes(records: list[tuple[str, bytes]], circular: Collection[str] = (),
                    threads: int | None = None) -> list[RNACall]:
     """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed); genes may
-    cross the origin of the records named in ``circular``; ``threads``: see :func:`find_rrna`."""
-    rrna = find_rrna(records, circular=circular, threads=threads)
-    return sorted(find_trna(records, circular=circular) + rrna,
+    cross the origin of the records named in ``circular``.
+
+    ``threads``: the rRNA searches' (:func:`find_rrna`); unless it is 1, ARAGORN runs beside
+    them in a thread of its own (both finders work without the GIL).
+    """
+    if threads == 1:
+        trna = find_trna(records, circular=circular)
+        rrna = find_rrna(records, circular=circular, threads=1)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(find_trna, records, circular=circular)
+            rrna = find_rrna(records, circular=circular, threads=threads)
+            trna = pending.result()
+    return sorted(trna + rrna,
                   key=lambda r: (r.contig, r.start, r.end, r.strand, r.kind))
 
 
