@@ -105,6 +105,15 @@ def annotate(
     if context < 256 or not 0 <= overlap < context - 1:
         raise InputError("--context must be at least 256 and --overlap in [0, context - 1) "
                          "(a window holds context - 1 bases after BOS)")
+    if overlap > (context - 1) // 2:
+        raise InputError(f"--overlap {overlap} is more than half of a window's "
+                         f"{context - 1} bases: every base would be read three times or more "
+                         f"(at most {(context - 1) // 2} with --context {context})")
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    if mode.lower() == "eukaryote" and translation_table != 11:
+        raise InputError("--translation-table is for prokaryote mode; eukaryote mode reads "
+                         "nuclear genes (the standard code's stops)")
     if gff3_fasta and "gff3" not in chosen:
         raise InputError("--gff3-fasta adds the sequences to the GFF3: add gff3 to --formats")
     if threads < 0:
@@ -118,7 +127,7 @@ def annotate(
         check_locus_tag(locus_tag)
     workers = threads or available_cores()
     from_stdin = str(input) == "-"
-    prefix = out if out is not None else Path("stdin" if from_stdin else input.name.split(".")[0])
+    prefix = output_prefix(out, "stdin" if from_stdin else input.name)
     with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as given, \
             _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as \
             (source, rings):
@@ -134,7 +143,9 @@ def annotate(
         if circular_declared and not rings and not quiet:
             typer.echo("note: no record of the input says it is circular; all are read as "
                        "lines", err=True)
-        targets = resolve_targets(FastaFile(source), region, regions)
+        fa_source = FastaFile(source)
+        targets = annotation_targets(resolve_targets(fa_source, region, regions),
+                                     list(fa_source.lengths))
         result = annotate_fasta(source, targets, model=None if model == "none" else model,
                                 device=check_device_name(device), context=context, overlap=overlap,
                                 batch_size=batch_size, quiet=quiet, mode=mode.lower(),
@@ -155,6 +166,70 @@ def annotate(
             typer.echo("gene statistics started from pre-trained decoder model(s) "
                        f"{', '.join(bank)} (--procedure single self-trains on the input)",
                        err=True)
+
+
+def annotation_targets(targets: list, order: list[str]) -> list:
+    """The regions to annotate in the order of the FASTA's records, then by start, so that
+    every output is sorted however they were given; regions that overlap are refused (a base
+    would get two gene sets and two track values), and so are empty ones."""
+    from genoctx.io.regions import half_open_to_one_based
+
+    rank = {c: i for i, c in enumerate(order)}
+    out = sorted(targets, key=lambda t: (rank.get(t.contig, len(rank)), t.start, t.end))
+
+    def shown(t) -> str:
+        a, b = half_open_to_one_based(t.start, t.end)
+        return f"{t.contig}:{a:,}-{b:,}"
+
+    for t in out:
+        if t.end <= t.start:
+            raise InputError(f"region {t.contig}:{t.start}-{t.end} (0-based) is empty")
+    for a, b in zip(out, out[1:]):
+        if a.contig == b.contig and b.start < a.end:
+            raise InputError(f"regions {shown(a)} and {shown(b)} overlap: give regions that do "
+                             "not (merge them into one)")
+    return out
+
+
+# what a sequence file's name may end with, removed (case-insensitively) for the output prefix
+_SEQUENCE_SUFFIXES = (".fasta", ".fas", ".fa", ".fna", ".ffn", ".frn", ".fsa", ".seq", ".mfa",
+                      ".gbff", ".gbk", ".gb", ".genbank", ".embl", ".emb", ".dat", ".txt")
+_COMPRESSED_SUFFIXES = (".gz", ".bgz", ".bgzf")
+
+
+def default_prefix(name: str) -> str:
+    """The input's file name without its sequence extension (and compression), the default
+    output prefix: ``GCF_000005845.2_ASM584v2_genomic.fna.gz`` → ``GCF_000005845.2_ASM584v2_genomic``.
+    Dots elsewhere in the name stay (accession versions); a name with no known extension is
+    kept whole."""
+    stem = name
+    for group in (_COMPRESSED_SUFFIXES, _SEQUENCE_SUFFIXES):
+        low = stem.lower()
+        cut = next((x for x in group if low.endswith(x) and len(stem) > len(x)), None)
+        if cut:
+            stem = stem[:-len(cut)]
+    return stem
+
+
+def output_prefix(out: Path | None, input_name: str) -> Path:
+    """Where the outputs go, checked before any work: ``--out`` as given, or inside it when it
+    is a folder (``--out results/``), else the input's name without its extension (see
+    :func:`default_prefix`). Missing folders are made when the outputs are written; a prefix
+    that could not be written (under a file, or in a folder not writable) fails here, before
+    the annotation is computed rather than after."""
+    import os
+
+    prefix = Path(default_prefix(input_name)) if out is None else Path(out)
+    if prefix.is_dir() or not prefix.name or prefix.name in (".", ".."):
+        prefix = prefix / default_prefix(input_name)
+    here = prefix.parent
+    while not here.exists() and here != here.parent:  # the nearest folder that exists
+        here = here.parent
+    if not here.is_dir():
+        raise InputError(f"cannot write {prefix}.*: {here} is a file, not a folder")
+    if not os.access(here, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {prefix}.*: the folder {here} is not writable")
+    return prefix
 
 
 @contextlib.contextmanager

@@ -88,6 +88,12 @@ def run(argv: list[str] | None = None) -> int:
         what = exc.filename or exc
         print(f"genoctx: error: {exc.strerror or 'cannot open'}: {what}", file=sys.stderr)
         return 2
+    except OSError as exc:  # disk full, read-only file system, a file where a folder goes, ...
+        if debug:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"genoctx: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("genoctx: interrupted", file=sys.stderr)
         return 130

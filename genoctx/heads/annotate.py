@@ -409,8 +409,11 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
             continue
         for name in names:
             path = prefix.with_name(f"{prefix.name}.{name}.{ext}")
-            per_target = [(result.targets[i].contig, result.targets[i].start, tracks[name])
-                          for i, tracks in sorted(result.tracks.items())]
+            rank = {c: k for k, c in enumerate(result.lengths)}
+            per_target = sorted(  # sorted however the regions were given (bedGraph must be)
+                ((result.targets[i].contig, result.targets[i].start, tracks[name])
+                 for i, tracks in result.tracks.items()),
+                key=lambda t: (rank.get(t[0], len(rank)), t[1]))
             if fmt == "bedgraph":
                 write_bedgraph_many(path, per_target, name=name)
             else:

@@ -222,7 +222,10 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
         if kind == "CDS":
             # meta procedure: the pre-trained model of the decoder's bank it started from
             info = getattr(g, "attrs", None) or {}
-            sub += [("start_codon", g.start_codon or None)] + part + [
+            # a gene running in from a sequence edge has no start codon (its first codon is
+            # only where the sequence begins; Prodigal's start_type=Edge)
+            start = None if _partial_ends(g)[0] else (g.start_codon or None)
+            sub += [("start_codon", start)] + part + [
                 ("bank_model", info.get("model")), ("transl_table", info.get("transl_table"))]
         else:  # RNA genes from a sequence finder say what they are and which tool found them
             sub += [(k, info.get(k)) for k in ("product", "inference")] + part

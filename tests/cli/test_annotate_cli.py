@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 import shutil
 from itertools import pairwise
 from pathlib import Path
@@ -101,14 +102,105 @@ def test_region_coordinates_stay_on_the_contig(example_fasta, tmp_path, cli):
     (["{fa}", "--model", "{tmp}/no_such_model"], "not found"),
     (["{fa}", "--context", "100"], "--context must be at least 256"),
     (["{fa}", "--context", "1024", "--overlap", "1023"], "context - 1"),
+    (["{fa}", "--context", "256", "--overlap", "200"], "more than half"),
+    (["{fa}", "--batch-size", "0"], "--batch-size must be at least 1"),
+    (["{fa}", "--mode", "eukaryote", "-g", "4"], "--translation-table is for prokaryote"),
+    (["{fa}", "-r", "{ctg}:1-5000", "-r", "{ctg}:4001-9000"], "overlap"),
+    (["{fa}", "-r", "{ctg}:1-5000", "-r", "{ctg}:1-5000"], "overlap"),
 ])
 def test_bad_input_fails_cleanly(args, message, example_fasta, tmp_path, cli):
-    argv = ["annotate"] + [a.format(fa=example_fasta, tmp=tmp_path) for a in args]
+    argv = ["annotate"] + [a.format(fa=example_fasta, tmp=tmp_path, ctg=CONTIG) for a in args]
     code, out, err = cli(argv + ["--out", str(tmp_path / "x"), "--quiet"])
     assert code != 0
     assert message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not list(tmp_path.glob("x*")) and not list(tmp_path.glob(".x*"))
+
+
+CONTIG = "gi|45478711|ref|NC_005816.1|"
+
+
+def test_output_prefix_keeps_accession_dots_and_goes_inside_folders(example_fasta, tmp_path,
+                                                                    cli, monkeypatch):
+    """The default prefix drops the sequence extension only (NCBI names hold dots: two
+    assembly versions must not overwrite each other), and a folder given as --out (or '.')
+    gets the files inside it under that name."""
+    monkeypatch.chdir(tmp_path)
+    for version in ("2", "3"):
+        fa = tmp_path / f"GCF_000005845.{version}_ASM584v{version}_genomic.fna.gz"
+        with gzip.open(fa, "wb") as fh:
+            fh.write(example_fasta.read_bytes())
+        code, _, err = cli(["annotate", fa.name, "--model", "none", "--formats", "gff3", "-q"])
+        assert code == 0, err
+        assert (tmp_path / f"GCF_000005845.{version}_ASM584v{version}_genomic.gff3").exists()
+    (tmp_path / "results").mkdir()
+    for out, where in (("results", tmp_path / "results"), (".", tmp_path)):
+        code, _, err = cli(["annotate", example_fasta, "--model", "none", "--formats", "bed",
+                            "-q", "--out", out])
+        assert code == 0, err
+        assert (where / "Yersinia_pestis_pPCP1_NC_005816.bed").exists()
+
+
+def test_output_prefix_that_cannot_be_written_fails_before_any_work(example_fasta, tmp_path, cli,
+                                                                    monkeypatch):
+    import genoctx.heads.annotate as annotate
+
+    def never(*args, **kwargs):
+        raise AssertionError("annotated before the output prefix was checked")
+
+    monkeypatch.setattr(annotate, "annotate_fasta", never)
+    (tmp_path / "afile").write_text("not a folder")
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "-q",
+                        "--out", tmp_path / "afile" / "sub" / "x"])
+    assert code == 2 and "is a file, not a folder" in err and "Traceback" not in err
+
+
+def test_os_errors_while_writing_are_one_line_not_a_traceback(example_fasta, tmp_path, cli,
+                                                              monkeypatch):
+    import errno
+
+    import genoctx.heads.annotate as annotate
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.gff3"))
+
+    monkeypatch.setattr(annotate, "write_annotation", full)
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "-q", "--out",
+                        tmp_path / "x"])
+    assert code == 2 and "Traceback" not in err
+    assert err.strip() == f"genoctx: error: No space left on device: {tmp_path / 'x.gff3'}"
+
+
+def test_regions_in_any_order_give_sorted_outputs(example_fasta, tmp_path, cli):
+    """Regions given out of order are annotated and written in sequence order: the same bytes
+    as in order, so the bedGraph stays sorted (bedGraphToBigWig and tabix need it)."""
+    runs = {}
+    for name, regions in (("in", ["1-3000", "6001-9000"]), ("out", ["6001-9000", "1-3000"])):
+        argv = ["annotate", example_fasta, "-q", "--formats", "gff3,bedgraph", "--out",
+                tmp_path / name]
+        for r in regions:
+            argv += ["-r", f"{CONTIG}:{r}"]
+        code, _, err = cli(argv)
+        assert code == 0, err
+        runs[name] = {p.name.split(".", 1)[1]: p.read_bytes()
+                      for p in sorted(tmp_path.glob(f"{name}.*"))}
+    assert runs["in"] == runs["out"] and len(runs["in"]) > 2
+    starts = [int(ln.split()[1]) for ln in runs["out"]["CDS_plus.bedgraph"].decode().splitlines()
+              if not ln.startswith("track")]
+    assert starts == sorted(starts)
+
+
+def test_genes_cut_by_a_region_edge_name_no_start_codon(example_fasta, tmp_path, cli):
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "-q", "--formats", "gff3",
+                        "-r", f"{CONTIG}:1000-5000", "--out", tmp_path / "p"])
+    assert code == 0, err
+    cds = [ln.split("\t") for ln in (tmp_path / "p.gff3").read_text().splitlines()
+           if "\tCDS\t" in ln]
+    cut5 = [r for r in cds if ("start_range" if r[6] == "+" else "end_range") in r[8]]
+    whole = [r for r in cds if "partial" not in r[8]]
+    assert cut5 and whole
+    assert all("start_codon=" not in r[8] for r in cut5)
+    assert all(re.search(r"start_codon=[ACGT]TG(;|$)", r[8]) for r in whole)
 
 
 def test_gzipped_input(example_fasta, tmp_path, cli):
