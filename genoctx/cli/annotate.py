@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import shutil
 import sys
 import tempfile
@@ -184,7 +185,7 @@ def annotation_targets(targets: list, order: list[str]) -> list:
     for t in out:
         if t.end <= t.start:
             raise InputError(f"region {t.contig}:{t.start}-{t.end} (0-based) is empty")
-    for a, b in zip(out, out[1:]):
+    for a, b in itertools.pairwise(out):
         if a.contig == b.contig and b.start < a.end:
             raise InputError(f"regions {shown(a)} and {shown(b)} overlap: give regions that do "
                              "not (merge them into one)")

@@ -143,7 +143,7 @@ def test_output_prefix_keeps_accession_dots_and_goes_inside_folders(example_fast
 
 def test_output_prefix_that_cannot_be_written_fails_before_any_work(example_fasta, tmp_path, cli,
                                                                     monkeypatch):
-    import genoctx.heads.annotate as annotate
+    from genoctx.heads import annotate
 
     def never(*args, **kwargs):
         raise AssertionError("annotated before the output prefix was checked")
@@ -159,7 +159,7 @@ def test_os_errors_while_writing_are_one_line_not_a_traceback(example_fasta, tmp
                                                               monkeypatch):
     import errno
 
-    import genoctx.heads.annotate as annotate
+    from genoctx.heads import annotate
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.gff3"))
