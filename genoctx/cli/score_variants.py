@@ -132,8 +132,10 @@ def _edit_record(line: str, info: list[str], flt: str | None) -> str:
 
 
 def _ref_ok(fa, rec) -> bool:
-    n = fa.lengths[rec.chrom]
-    return rec.stop <= n and fa.fetch(rec.chrom, rec.start, rec.stop).upper() == \
+    """Whether REF is the reference's bases at POS (as :func:`genoctx.io.vcf.iter_variants`
+    counts it: by REF's own length, not INFO/END, which a gVCF block or a symbolic SV sets)."""
+    n, end = fa.lengths[rec.chrom], rec.start + len(rec.ref)
+    return 0 <= rec.start and end <= n and fa.fetch(rec.chrom, rec.start, end).upper() == \
         rec.ref.upper().encode()
 
 
@@ -169,6 +171,32 @@ def _supervised_score(head, fa, variant, context: int) -> float:
 
 
 # ----------------------------------------------------------------------------- passes
+
+@contextlib.contextmanager
+def _rereadable(vcf: Path):
+    """``vcf`` as a file that htslib can read twice (the run reads it twice: a count, then the
+    records): a pipe (``/dev/stdin``) is copied to a temporary file first, and plain gzip
+    (which htslib reads but cannot rewind, unlike bgzip) is decompressed into one."""
+    import gzip
+
+    from genoctx.io.fasta import sniff_format
+
+    with tempfile.TemporaryDirectory(prefix="genoctx-vcf-") as tmpdir:
+        if vcf.exists() and not vcf.is_file() and not vcf.is_dir():  # a pipe or a device
+            copy = Path(tmpdir) / "input"
+            with open(vcf, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            vcf = copy
+        if vcf.is_file() and vcf.stat().st_size and sniff_format(vcf)[1] == "gzip":
+            plain = Path(tmpdir) / "input.vcf"
+            try:
+                with gzip.open(vcf, "rb") as src, open(plain, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except (OSError, EOFError) as exc:
+                raise InputError(f"{vcf}: cannot decompress ({exc})") from None
+            vcf = plain
+        yield vcf
+
 
 @contextlib.contextmanager
 def _records(vcf: Path) -> Iterator:
@@ -285,11 +313,18 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
                          f"{batch_size})")
     if out is not None and Path(out).resolve() == vcf.resolve():
         raise InputError(f"--out {out} is the input VCF; write to another file")
+    if out is not None and Path(out).is_dir():
+        raise InputError(f"--out {out} is a folder; give the output VCF's file name")
+    if out is not None and Path(out).name.lower().endswith(".bcf"):
+        raise InputError(f"--out {out}: BCF output is not written; give a .vcf or .vcf.gz "
+                         "name (bcftools view -Ob converts)")
     _check_table(translation_table, annotation)
     _check_circular(circular, annotation)
-    with _records(vcf):  # missing / not VCF / unreadable header: fail before any work
-        pass
-    with FastaFile(reference) as fa:
+    with contextlib.ExitStack() as stack:
+        vcf = stack.enter_context(_rereadable(vcf))
+        with _records(vcf):  # missing / not VCF / unreadable header: fail before any work
+            pass
+        fa = stack.enter_context(FastaFile(reference))
         backbone, head, sha = _load_model(model, device, want_head=annotation is None)
         collector = TargetCollector(fa.lengths) if annotation is None else None
         total = _survey(vcf, fa, collector)
@@ -471,6 +506,8 @@ def score_variants_cmd(
         if circular_declared and not rings and not quiet:
             typer.echo("note: no reference sequence says it is circular; all are read as "
                        "lines", err=True)
+    if out is not None and str(out) == "-":  # as samtools and bcftools: standard output
+        out = None
     summary = score_vcf(variants, reference, out, model=model, context=context,
                         annotation=annotation, batch_size=batch_size,
                         device=resolve_device(device), quiet=quiet,

@@ -433,7 +433,17 @@ def _cds_edits(tx: _Transcript, p: int, r: str, a: str):
         return []
     if len(coding) == len(idx) and max(coding) - min(coding) + 1 == len(coding):
         return [(min(coding), max(coding) + 1, orient(a))]
-    return "frameshift" if (len(a) - len(r)) % 3 else "inframe_indel"
+    # an indel across a CDS end or an exon boundary: judged by the coding bases it removes,
+    # and by the start or stop codon it reaches into (it cannot be in frame then)
+    total = tx.offsets[-1] + (tx.cds[-1][1] - tx.cds[-1][0])
+    found = ["frameshift" if len(coding) % 3 else None]
+    if min(coding) < 3 and tx.phase == 0 and not tx.partial5:
+        found.append("start_lost")
+    if max(coding) >= total - 3:
+        found.append("stop_lost")
+    if len(found) == 1 and found[0] is None:
+        found.append("inframe_indel")
+    return most_severe(*found)
 
 
 def _apply(seq: str, edits: list[tuple[int, int, str]]) -> str:

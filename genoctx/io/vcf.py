@@ -106,8 +106,9 @@ def _check_ref(fa: FastaFile | None, contig: str, start: int, ref: str,
     if size is None:
         stats.unknown_contig += 1
         return False
-    if start + len(ref) > size or fa.fetch(contig, start, start + len(ref)).upper() != \
-            ref.upper().encode():
+    # POS 0 (VCF's telomere) lies before the sequence: its REF cannot agree with it
+    if start < 0 or start + len(ref) > size or fa.fetch(
+            contig, start, start + len(ref)).upper() != ref.upper().encode():
         stats.ref_mismatch += 1
         return False
     return True

@@ -275,3 +275,71 @@ def test_predicted_gene_model_is_the_one_annotate_writes(example_fasta):
     written = annotate_fasta(example_fasta, quiet=True).genes
     key = lambda genes: sorted((g.contig, g.strand, g.start, g.end) for g in genes)  # noqa: E731
     assert len(written) >= 8 and key(pred.calls) == key(written)
+
+
+def _records(text: str) -> list[list[str]]:
+    return [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
+
+
+def test_gzip_and_piped_vcfs_are_read(cli, tmp_path, human_vcf, human_ref, model_dir):
+    """Plain gzip (which htslib cannot rewind) and a pipe (which cannot be read twice) give
+    the records of the plain file."""
+    import gzip
+    import os
+
+    def run(vcf):
+        code, out, err = cli(["score-variants", vcf, "-R", human_ref, "--model", model_dir,
+                              "--context", CONTEXT, "-q"])
+        assert code == 0, err
+        return _records(out)
+
+    want = run(human_vcf)
+    gz = tmp_path / "in.vcf.gz"
+    gz.write_bytes(gzip.compress(human_vcf.read_bytes()))
+    assert run(gz) == want
+    read, write = os.pipe()
+    with os.fdopen(write, "wb") as fh:
+        fh.write(human_vcf.read_bytes())  # small: fits the pipe's buffer
+    try:
+        assert run(f"/dev/fd/{read}") == want
+    finally:
+        os.close(read)
+
+
+def test_ref_check_reads_ref_not_info_end_and_pos_zero_is_filtered(cli, tmp_path, human_ref,
+                                                                    model_dir):
+    """A gVCF block or symbolic SV whose INFO/END lies past POS still has its REF checked by
+    REF's own length (no false mismatch); POS 0 (VCF's telomere) is a mismatch, not a crash."""
+    seq = FastaFile(human_ref).fetch("17").decode()
+    rows = [f"17\t201\t.\t{seq[200]}\t<DEL>\t.\tPASS\tEND=400",
+            f"17\t741\t.\t{seq[740]}\t{other(seq[740])}\t.\tPASS\tEND=745",
+            "17\t0\t.\tN\tNA\t.\tPASS\t.",
+            f"17\t801\t.\t{other(seq[800])}\tA\t.\tPASS\t."]
+    vcf = write_vcf(tmp_path / "end.vcf", "17", len(seq), rows)
+    text = vcf.read_text().replace("##contig=<ID=chrUn", '##INFO=<ID=END,Number=1,Type=Integer,'
+                                   'Description="End">\n##contig=<ID=chrUn', 1)
+    vcf.write_text(text)
+    code, out, err = cli(["score-variants", vcf, "-R", human_ref, "--model", model_dir,
+                          "--context", CONTEXT])
+    assert code == 0, err
+    filters = [r[6] for r in _records(out)]
+    assert filters == ["PASS", "PASS", "GCX_REF_MISMATCH", "GCX_REF_MISMATCH"]
+    assert "2 ref mismatches" in err
+
+
+@pytest.mark.parametrize("out, message", [("dir", "is a folder"), ("o.bcf", "BCF output")])
+def test_output_names_that_cannot_be_written_are_refused_first(cli, tmp_path, human_vcf, human_ref,
+                                                               model_dir, out, message):
+    (tmp_path / "dir").mkdir()
+    code, _, err = cli(["score-variants", human_vcf, "-R", human_ref, "--model", model_dir,
+                        "--context", CONTEXT, "-o", tmp_path / out, "-q"])
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_dash_output_is_standard_output(cli, tmp_path, human_vcf, human_ref, model_dir,
+                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(["score-variants", human_vcf, "-R", human_ref, "--model", model_dir,
+                          "--context", CONTEXT, "-o", "-", "-q"])
+    assert code == 0, err
+    assert _records(out) and not (tmp_path / "-").exists()

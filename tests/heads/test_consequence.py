@@ -188,6 +188,39 @@ def test_indels_in_a_coding_sequence(pcp1):
     assert gm.consequence(contig, s - 1, cds[0], cds[0] + "A") == "noncoding"
 
 
+@pytest.mark.parametrize("strand", [1, -1])
+def test_deletions_across_a_cds_end_reach_its_start_or_stop_codon(pcp1, strand):
+    """A deletion running from outside a gene into its start or stop codon is never in frame:
+    frameshift when the coding bases it removes are not a multiple of 3, else start_lost /
+    stop_lost; one over the whole gene loses its stop."""
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    cds = [f for f in features[contig] if f.kind == "CDS"]
+    gene = max((f for f in cds if f.strand == strand and not any(  # no neighbour within 20 bp
+        o is not f and o.start < f.end + 20 and f.start - 20 < o.end for o in cds)),
+        key=lambda f: f.end - f.start)
+    gm = GeneModel.from_features(features, fa)
+    (s, e), = gene.parts
+    seq = fa.fetch(contig).decode().upper()
+    start_end = s if strand > 0 else e  # the start codon's outer end
+    near_others = other_genes(features, contig, gene)  # their consequences may be more severe
+    checked = set()
+    for end in (s, e):
+        for lo in range(end - 8, end + 6):
+            for size in range(2, 10):
+                ref, alt = seq[lo - 1:lo + size], seq[lo - 1]
+                p, r, _ = trim_alleles(lo - 1, ref, alt)  # the deletion as normalised
+                inside = max(0, min(p + len(r), e) - max(p, s))
+                if not 0 < inside < len(r) or near_others & set(range(p, p + len(r))):
+                    continue  # wholly outside or inside the gene (other tests), or by another
+                want = ("frameshift" if inside % 3 else
+                        "start_lost" if end == start_end else "stop_lost")
+                assert gm.consequence(contig, lo - 1, ref, alt) == want, (lo, size, strand)
+                checked.add((end, want))
+    assert len(checked) == 4  # frameshift and codon lost at both ends
+    assert gm.consequence(contig, s - 6, seq[s - 6:e + 5], seq[s - 6]) == "stop_lost"
+
+
 def test_trim_alleles_drops_anchor_bases():
     assert trim_alleles(10, "ACG", "A") == (11, "CG", "")
     assert trim_alleles(10, "A", "ATT") == (11, "", "TT")
