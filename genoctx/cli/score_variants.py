@@ -389,16 +389,38 @@ def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, conte
         stream = score_variants(backbone, fa, iter_variants(vcf, fa, stats=stats),
                                 context=context, batch_size=batch_size, progress=bar.advance)
         pending = next(stream, None)
-        for index, rec in enumerate(vf):
-            alleles = {}
-            while pending is not None and pending[0].record_index == index:
-                alleles[pending[0].allele_index] = pending
-                scored += pending[1] is not None
-                pending = next(stream, None)
-            info, flt = _record_fields(rec, alleles, fa, ann, supervised, context)
-            sink.write(_edit_record(str(rec), info, flt))
+        with _data_lines(vcf) as raw:
+            for index, rec in enumerate(vf):
+                alleles = {}
+                while pending is not None and pending[0].record_index == index:
+                    alleles[pending[0].allele_index] = pending
+                    scored += pending[1] is not None
+                    pending = next(stream, None)
+                info, flt = _record_fields(rec, alleles, fa, ann, supervised, context)
+                line = next(raw, None)
+                if line is None or not line.startswith(f"{rec.chrom}\t{rec.pos}\t"):
+                    line = str(rec)  # BCF (no text), or not the same record: htslib's text
+                sink.write(_edit_record(line, info, flt))
         assert pending is None, "variants left over after the last record"
     return scored
+
+
+@contextlib.contextmanager
+def _data_lines(vcf: Path):
+    """The data lines of a text VCF (plain, gzip or bgzip) as written, in record order, so that
+    the output keeps every value of the input as it was (htslib's text rewrites floats to six
+    significant digits and blanks values that do not parse); empty for BCF."""
+    import gzip
+
+    from genoctx.io.fasta import sniff_format
+
+    fmt, compression = sniff_format(vcf)
+    if fmt != "vcf" or compression not in ("none", "gzip", "bgzf"):
+        yield iter(())
+        return
+    opener = gzip.open if compression != "none" else open
+    with opener(vcf, "rt", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        yield (ln.rstrip("\r\n") for ln in fh if ln.strip() and not ln.startswith("#"))
 
 
 # ----------------------------------------------------------------------------- output

@@ -343,3 +343,27 @@ def test_dash_output_is_standard_output(cli, tmp_path, human_vcf, human_ref, mod
                           "--context", CONTEXT, "-o", "-", "-q"])
     assert code == 0, err
     assert _records(out) and not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_input_values_are_written_as_given(cli, tmp_path, human_ref, model_dir, compress):
+    """Every column but INFO's genoctx entries and FILTER is the input's text: floats keep all
+    their digits (htslib's text would round them to six) and genotypes stay as they were."""
+    seq = FastaFile(human_ref).fetch("17").decode()
+    rows = [f"17\t1001\t.\t{seq[1000]}\t{other(seq[1000])}\t12.3456789\tPASS\tDP=7;AF=0.123456789",
+            f"17\t1501\trs9\t{seq[1500:1504]}\t{seq[1500]}\t.\t.\t."]
+    vcf = write_vcf(tmp_path / "in.vcf", "17", len(seq), rows)
+    vcf.write_text(vcf.read_text().replace(
+        "#CHROM", '##INFO=<ID=AF,Number=A,Type=Float,Description="AF">\n#CHROM', 1))
+    if compress:
+        pysam.tabix_compress(str(vcf), str(vcf) + ".gz", force=True)
+        vcf = Path(str(vcf) + ".gz")
+    code, out, err = cli(["score-variants", vcf, "-R", human_ref, "--model", model_dir,
+                          "--context", CONTEXT, "-q"])
+    assert code == 0, err
+    got = _records(out)
+    for row, cols in zip(rows, got):
+        want = row.split("\t")
+        assert cols[:6] == want[:6] and cols[6] in (want[6], "PASS")
+        assert cols[7].startswith("GCX_") if want[7] == "." else cols[7].startswith(want[7] + ";")
+    assert len(got) == len(rows)

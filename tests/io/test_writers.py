@@ -84,7 +84,8 @@ def test_gff3_round_trip(tmp_path):
     for g in back:
         orig = by[key(g)]
         assert g.partial == orig.partial
-        assert g.start_codon == orig.start_codon
+        # a gene running in from a sequence edge has no start codon to write
+        assert g.start_codon == ("" if orig.partial[0] else orig.start_codon)
         assert g.score == pytest.approx(orig.score, abs=1e-4)
 
 
