@@ -62,6 +62,8 @@ def embed(
 
     if pool not in ("none", "mean"):
         raise GenoctxError(f"--pool must be none or mean, got {pool!r}")
+    if out.is_dir():
+        raise GenoctxError(f"--out {out} is a folder; give the .npy file's name")
     from genoctx.cli.common import resolve_device
 
     dev = resolve_device(device)

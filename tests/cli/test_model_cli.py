@@ -108,6 +108,8 @@ def test_embed_errors_leave_no_output(cli, small_ckpt, example_fasta, tmp_path):
     prot.write_text(">RS4_ECOLI\nMARYLGPKLKLSRREGTDLFLKSGVRAIDTKCKIEQAPGQHGARKPRLSDYGVQLREKQK\n")
     code, _, err = cli(["embed", prot, "--model", small_ckpt, "--out", out, "-q"])
     assert code == 2 and "looks like a protein sequence" in err
+    code, _, err = cli(["embed", example_fasta, "--model", small_ckpt, "--out", tmp_path, "-q"])
+    assert code == 2 and "is a folder" in err and len(err.strip().splitlines()) == 1
     if not (checkpoint.embedded_dir() / checkpoint.WEIGHTS_NAME).exists():
         code, _, err = cli(["embed", example_fasta, "--out", out, "-q"])
         assert code == 2 and "no trained weights ship" in err
