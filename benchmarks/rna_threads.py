@@ -15,6 +15,8 @@ in turn and ``--repeats`` times (the minimum is kept):
 * ``find_rrna`` at 1 thread and at ``--threads`` (default: every core this process may use);
 * ``find_trna`` (ARAGORN, one thread) and ``find_rna_genes`` (both finders) at 1 and
   ``--threads`` threads;
+* each of ``find_rrna``'s nhmmer searches on its own (1 thread): the longest bounds its wall time
+  however many cores there are, as the 23S searches together bound barrnap's single call;
 
 and checks that every rRNA call (contig, start, end, strand, product, partial flag) is the same
 in all of them.
@@ -71,6 +73,34 @@ def barrnap_one_call(records):
     return sorted(out)
 
 
+def search_times(records) -> list[tuple[str, float]]:
+    """(profile, wall s) of each nhmmer search ``find_rrna`` runs, one after another (1 thread):
+    the longest bounds its wall time on any number of cores, as the 23S searches together
+    bound barrnap's single call."""
+    import pyhmmer
+
+    from genoctx.heads.rna_genes import RRNA_5S_EVALUE, find_rrna
+
+    real, times = pyhmmer.nhmmer, []
+
+    def timed(queries, *args, **kwargs):
+        queries = list(queries)
+        t = time.perf_counter()
+        out = list(real(queries, *args, **kwargs))
+        if kwargs.get("E") == RRNA_5S_EVALUE:  # the prefilter's 5S scan, before the searches
+            return iter(out)
+        times.append((queries[0].name.decode() if isinstance(queries[0].name, bytes)
+                      else queries[0].name, time.perf_counter() - t))
+        return iter(out)
+
+    pyhmmer.nhmmer = timed
+    try:
+        find_rrna(records, threads=1)
+    finally:
+        pyhmmer.nhmmer = real
+    return times
+
+
 def _runs(records, threads: int) -> dict:
     """The timed runs of one genome, by name: each returns its rRNA calls (ARAGORN: its tRNAs)."""
     from genoctx.heads.rna_genes import find_rna_genes, find_rrna, find_trna
@@ -118,17 +148,22 @@ def main(argv=None) -> None:
                 best[k] = min(best[k], time.perf_counter() - t)
                 if k != "find_trna":
                     calls.setdefault(k, got)
+        searches = search_times(records)
+        longest = max((t for _, t in searches), default=0.0)
+        lsu = sum(t for name, t in searches if name.startswith("23S"))
         same = len({repr(v) for v in calls.values()}) == 1
         differ += not same
         rr = best["barrnap 1 call"] / best[f"find_rrna {threads}"]
         rows.append([name, role, f"{sum(len(s) for _, s in records) / 1e6:.2f}",
                      len(calls["find_rrna 1"]), *(f"{best[k]:.2f}" for k in runs),
-                     f"{rr:.2f}×", "yes" if same else "**no**"])
+                     f"{rr:.2f}×", len(searches), f"{longest:.2f}", f"{lsu:.2f}",
+                     "yes" if same else "**no**"])
         print("\t".join(map(str, rows[-1])), flush=True)
     heads = ["genome", "role", "Mb", "rRNA genes", "barrnap, 1 call s",
              "find_rrna s (1 thread)", f"find_rrna s ({threads} threads)", "find_trna s",
              "both finders s (1 thread)", f"both finders s ({threads} threads)",
-             "rRNA speed-up vs barrnap 1 call", "same rRNA calls"]
+             "rRNA speed-up vs barrnap 1 call", "searches", "longest search s",
+             "23S searches in all s", "same rRNA calls"]
     table = md_table(heads, rows)
     print(table)
     if not args.no_write:
@@ -140,7 +175,10 @@ def main(argv=None) -> None:
             "`find_rrna` ran before. `find_rrna`: one nhmmer search per (profile, stretch), each "
             "given the database size of all stretches, run side by side. `both finders`: "
             "`find_rna_genes` (ARAGORN in a thread beside the rRNA searches unless on 1 "
-            "thread). Wall seconds, the minimum of "
+            "thread). `searches`: the (profile, stretch) searches of `find_rrna`; `longest "
+            "search`, timed one after another: what bounds `find_rrna`'s wall time on any "
+            "number of cores; `23S searches in all`: what bounds barrnap's single call (one "
+            "search per profile) on any number of cores. Wall seconds, the minimum of "
             f"{args.repeats} runs, alternating. rRNA calls compared on contig, start, end, "
             "strand, product and partial flag.\n\n" + table + "\n\n"
             + ("Every genome: the same rRNA calls in every run." if not differ else
