@@ -125,8 +125,8 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     pieces of it that the line's search found at the record's ends.
 
     ``threads``: nhmmer searches run side by side, one per profile and stretch (default: every
-    core this process may use, up to ``RRNA_MAX_THREADS``); the genes do not depend on it
-    (:func:`_barrnap_hits`).
+    core this process may use), at most ``RRNA_MAX_THREADS`` (memory); the genes do not depend
+    on it (:func:`_barrnap_hits`).
     """
     pybarrnap = _require("pybarrnap", "rRNA finding")
 
@@ -216,9 +216,7 @@ def _barrnap_hits(kept: list[tuple[str, bytes]], spans: list[tuple[int, int, int
         return out
 
     jobs = [(q, b) for q in range(len(hmms)) for b in range(len(blocks))]
-    if threads is None:
-        threads = min(RRNA_MAX_THREADS, _cores())
-    threads = max(1, min(threads, len(jobs)))
+    threads = max(1, min(_cores() if threads is None else threads, RRNA_MAX_THREADS, len(jobs)))
     if threads == 1:
         found = [search(j) for j in jobs]
     else:
@@ -271,7 +269,8 @@ def _drop_origin_pieces(calls: list[RNACall], lengths: dict[str, int]) -> list[R
 RRNA_EVALUE = 1e-6        # barrnap's cutoff
 RRNA_LENCUTOFF = 0.8      # barrnap: a gene aligned over less of its profile's length is partial
 RRNA_REJECT = 0.25        # barrnap: hits aligned over less than this share are dropped
-RRNA_MAX_THREADS = 16     # nhmmer searches side by side (find_rrna's default)
+RRNA_MAX_THREADS = 4      # nhmmer searches side by side at most (find_rrna's default): a 23S
+                          # search holds about 1 GB (E. coli: 1.3 GB peak on 1 thread, 1.9 on 2-4)
 RRNA_SEED_K = 12          # bp: exact matches to the 16S/23S consensus (either strand)
 RRNA_SEED_GAP = 300       # bp: seeds closer than this form one cluster
 RRNA_SEED_MIN = 8         # seeds: a cluster this large is searched
