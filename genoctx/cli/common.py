@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from genoctx.errors import InputError
 from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region, read_bed
-from genoctx.model.device import check_device_name, resolve_device
+from genoctx.model.device import available_cores, check_device_name, resolve_device
 
 __all__ = ["available_cores", "check_device_name", "resolve_device", "resolve_targets"]
-
-
-def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity, e.g. a Slurm allocation), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # no affinity call on this platform (macOS)
-        return max(1, os.cpu_count() or 1)
 
 
 def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | None) -> list[Region]:

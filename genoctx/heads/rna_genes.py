@@ -25,7 +25,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
-import os
 from collections.abc import Collection
 
 from genoctx.errors import InputError
@@ -216,7 +215,11 @@ def _barrnap_hits(kept: list[tuple[str, bytes]], spans: list[tuple[int, int, int
         return out
 
     jobs = [(q, b) for q in range(len(hmms)) for b in range(len(blocks))]
-    threads = max(1, min(_cores() if threads is None else threads, RRNA_MAX_THREADS, len(jobs)))
+    if threads is None:
+        from genoctx.model.device import available_cores
+
+        threads = available_cores()
+    threads = max(1, min(threads, RRNA_MAX_THREADS, len(jobs)))
     if threads == 1:
         found = [search(j) for j in jobs]
     else:
@@ -231,14 +234,6 @@ def _barrnap_hits(kept: list[tuple[str, bytes]], spans: list[tuple[int, int, int
         out += [(rec, spans[b]) for _, _, b, rec in rows
                 if rec.length / int(SEQTYPE2LEN[rec.query_name]) >= RRNA_REJECT]
     return out
-
-
-def _cores() -> int:
-    """Cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # no affinity call on this platform (macOS)
-        return max(1, os.cpu_count() or 1)
 
 
 def _drop_origin_pieces(calls: list[RNACall], lengths: dict[str, int]) -> list[RNACall]:

@@ -1,8 +1,19 @@
-"""Device names: checked without torch, resolved (with torch) only where a model runs."""
+"""Device names: checked without torch, resolved (with torch) only where a model runs; the
+CPU cores a process may use."""
 
 from __future__ import annotations
 
+import os
+
 from genoctx.errors import InputError
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, e.g. a Slurm allocation), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity call on this platform (macOS)
+        return max(1, os.cpu_count() or 1)
 
 
 def check_device_name(device: str) -> str:
