@@ -187,7 +187,8 @@ def _rereadable(vcf: Path):
             with open(vcf, "rb") as src, open(copy, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             vcf = copy
-        if vcf.is_file() and vcf.stat().st_size and sniff_format(vcf)[1] == "gzip":
+        compression = sniff_format(vcf)[1] if vcf.is_file() and vcf.stat().st_size else None
+        if compression == "gzip":
             plain = Path(tmpdir) / "input.vcf"
             try:
                 with gzip.open(vcf, "rb") as src, open(plain, "wb") as dst:
@@ -195,7 +196,22 @@ def _rereadable(vcf: Path):
             except (OSError, EOFError) as exc:
                 raise InputError(f"{vcf}: cannot decompress ({exc})") from None
             vcf = plain
+            compression = "none"
+        if compression == "none" and _blank_tail(vcf):  # htslib stops at an empty line
+            kept = Path(tmpdir) / "input.trimmed.vcf"
+            with open(vcf, "rb") as src, open(kept, "wb") as dst:
+                dst.writelines(ln for ln in src if ln.strip())
+            vcf = kept
         yield vcf
+
+
+def _blank_tail(path: Path) -> bool:
+    """Whether a plain file ends with an empty (or all-blank) line after its last one."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, fh.seek(0, 2) - 256))
+        tail = fh.read()
+    body = tail.rstrip(b"\r\n")
+    return tail[len(body):].count(b"\n") > 1 or (b"\n" in tail and not body.rsplit(b"\n", 1)[-1].strip())
 
 
 @contextlib.contextmanager

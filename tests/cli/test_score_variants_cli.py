@@ -282,8 +282,8 @@ def _records(text: str) -> list[list[str]]:
 
 
 def test_gzip_and_piped_vcfs_are_read(cli, tmp_path, human_vcf, human_ref, model_dir):
-    """Plain gzip (which htslib cannot rewind) and a pipe (which cannot be read twice) give
-    the records of the plain file."""
+    """Plain gzip (which htslib cannot rewind), a pipe (which cannot be read twice) and a file
+    ending in empty lines give the records of the plain file."""
     import gzip
     import os
 
@@ -294,6 +294,9 @@ def test_gzip_and_piped_vcfs_are_read(cli, tmp_path, human_vcf, human_ref, model
         return _records(out)
 
     want = run(human_vcf)
+    blank = tmp_path / "blank.vcf"  # a hand-edited file ending in empty lines (htslib stops)
+    blank.write_bytes(human_vcf.read_bytes() + b"\n  \n\n")
+    assert run(blank) == want
     gz = tmp_path / "in.vcf.gz"
     gz.write_bytes(gzip.compress(human_vcf.read_bytes()))
     assert run(gz) == want
