@@ -106,7 +106,16 @@ def read_predictions(path: Path) -> list:
     from genoctx.io.writers import read_gff3_genes
 
     if annotation_format(path) != "genbank":
-        return read_gff3_genes(path)
+        from genoctx.io.annotation import is_clean_splice
+
+        def kept(g) -> bool:  # the truth's rules (genoctx.io.annotation.read_genes)
+            attrs = g.attrs or {}
+            if str(attrs.get("pseudo", "")).lower() == "true":
+                return False
+            parts = attrs.get("parts")
+            return not parts or is_clean_splice(parts if g.strand > 0 else parts[::-1], g.strand)
+
+        return [g for g in read_gff3_genes(path) if kept(g)]
     return [GeneCall(g.contig, g.start, g.end, g.strand, float("nan"), "", (g.partial, g.partial))
             for g in read_genes(path)]
 

@@ -287,7 +287,7 @@ def _stranded(parts: list[tuple[int, int]], strand: int) -> list[tuple[int, int]
     return sorted(parts, reverse=strand < 0)
 
 
-def _is_clean_splice(parts: list[tuple[int, int]], strand: int) -> bool:
+def is_clean_splice(parts: list[tuple[int, int]], strand: int) -> bool:
     """Parts (transcription order) that can only be ordinary splicing: one strand, moving
     forward, separated by introns of at least MIN_INTRON bases."""
     if strand == 0:
@@ -381,7 +381,7 @@ def _cds_features(t: _Transcript, gtf: bool) -> list[Feature]:
         phases = [ph for _, _, ph in segs]
         if None in phases:  # a CDS phase of "." (invalid GFF3, but seen): count along the CDS
             phases = None
-        joined = len(parts) > 1 and not _is_clean_splice(parts, t.strand)
+        joined = len(parts) > 1 and not is_clean_splice(parts, t.strand)
         out.append(_feature(t, "CDS", parts, phase=phases[0] if phases else 0, part_phases=phases,
                             joined=joined or t.joined, transcript_id=cid or t.tid))
     return out
@@ -479,7 +479,7 @@ def _genbank_record_features(rec) -> list[Feature]:
         parts, strand, partial = _genbank_location(f.location)
         gid = _first(q, "locus_tag") or _first(q, "gene")
         pseudo = "pseudo" in q or "pseudogene" in q or gid in pseudo_genes
-        joined = len(parts) > 1 and (prokaryote or not _is_clean_splice(parts, strand))
+        joined = len(parts) > 1 and (prokaryote or not is_clean_splice(parts, strand))
         common = {"contig": rec.id, "start": min(s for s, _ in parts),
                   "end": max(e for _, e in parts), "strand": strand, "parts": parts,
                   "gene_id": gid, "pseudo": pseudo, "joined": joined, "partial": partial,

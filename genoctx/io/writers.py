@@ -689,37 +689,29 @@ def _partial_of(a: dict, strand: int) -> tuple[bool, bool]:
 def read_gff3_genes(path: str | Path) -> list:
     """CDS features of a GFF3 file (any tool) as GeneCalls; CDS lines sharing an ID are merged.
 
-    Score is column 6 as a float (NaN when '.'); the start codon comes from ``start_codon`` or
-    Prodigal's ``start_type`` attribute.
+    Plain or gzip. Score is column 6 as a float (NaN when '.' or not a number); the start codon
+    comes from ``start_codon`` or Prodigal's ``start_type`` attribute.
     """
+    import gzip
+
     from genoctx.heads.decoder import GeneCall
 
     path = Path(path)
     if not path.is_file():
         raise InputError(f"GFF3 file {path} not found")
+    with open(path, "rb") as fh:
+        gzipped = fh.read(2) == b"\x1f\x8b"
     merged: dict = {}
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if line.startswith("##FASTA"):
-                break
-            if not line.strip() or line.startswith("#"):
-                continue
-            col = line.rstrip("\n").split("\t")
-            if len(col) != 9:
-                raise InputError(f"{path}:{n}: expected 9 tab-separated columns, got {len(col)}")
-            if col[2] != "CDS":
-                continue
-            lo, hi = _parse_interval(col[3], col[4], f"{path}:{n}")
-            strand = {"+": 1, "-": -1}.get(col[6], 0)
-            a = _parse_gff_attrs(col[8])
-            key = (unquote(col[0]), a.get("ID") or f"line{n}")
-            score = float("nan") if col[5] == "." else float(col[5])
-            if key in merged:
-                g = merged[key]
-                g["parts"].append((lo, hi))
-                continue
-            merged[key] = {"contig": key[0], "parts": [(lo, hi)], "strand": strand,
-                           "score": score, "attrs": a}
+    try:
+        with (gzip.open(path, "rt", encoding="utf-8") if gzipped
+              else open(path, encoding="utf-8")) as fh:
+            _read_gff3_cds(fh, path, merged)
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not a GFF3 text file (plain or gzip)") from None
+    except (EOFError, gzip.BadGzipFile, OSError) as exc:
+        if isinstance(exc, (FileNotFoundError, PermissionError)):
+            raise
+        raise InputError(f"{path}: cannot read ({exc})") from None
     out = []
     for g in merged.values():
         a = g["attrs"]
@@ -729,3 +721,33 @@ def read_gff3_genes(path: str | Path) -> list:
                             a.get("start_codon") or a.get("start_type", ""),
                             _partial_of(a, g["strand"]), {**a, **extra}))
     return sorted(out, key=lambda g: (g.contig, g.start, g.end, g.strand))
+
+
+def _read_gff3_cds(fh, path: Path, merged: dict) -> None:
+    """The CDS rows of an open GFF3 into ``merged`` ({(contig, ID): row}; see
+    :func:`read_gff3_genes`). A score that is not a number reads as NaN (it is not needed to
+    score calls)."""
+    for n, line in enumerate(fh, 1):
+        if line.startswith("##FASTA"):
+            break
+        if not line.strip() or line.startswith("#"):
+            continue
+        col = line.rstrip("\n").split("\t")
+        if len(col) != 9:
+            raise InputError(f"{path}:{n}: expected 9 tab-separated columns, got {len(col)}")
+        if col[2] != "CDS":
+            continue
+        lo, hi = _parse_interval(col[3], col[4], f"{path}:{n}")
+        strand = {"+": 1, "-": -1}.get(col[6], 0)
+        a = _parse_gff_attrs(col[8])
+        key = (unquote(col[0]), a.get("ID") or f"line{n}")
+        try:
+            score = float(col[5])
+        except ValueError:  # '.', or anything else a tool writes there
+            score = float("nan")
+        if key in merged:
+            g = merged[key]
+            g["parts"].append((lo, hi))
+            continue
+        merged[key] = {"contig": key[0], "parts": [(lo, hi)], "strand": strand,
+                       "score": score, "attrs": a}

@@ -146,6 +146,36 @@ def test_predictions_mode_reads_genbank(tmp_path, cli, example_genbank, example_
     assert (got[".gb"]["sensitivity"], got[".gb"]["precision"]) == (1.0, 1.0)
 
 
+def test_predictions_gff3_gzip_scores_and_truth_rules(tmp_path, cli, example_genbank):
+    """A gzipped GFF3 of predictions is read; a score that is not a number does not matter; a
+    pseudo CDS and a joined one are left out as the truth leaves them out, so the truth's own
+    genes plus those score 1.0 (not lower precision); a binary file is a one-line error."""
+    import gzip
+
+    from genoctx.io.annotation import read_genes
+
+    truth = read_genes(example_genbank)
+    g = truth[0]
+    extra = [f"{g.contig}\ttool\tCDS\t2001\t2300\t.\t+\t0\tID=ps;pseudo=true",
+             f"{g.contig}\ttool\tCDS\t3001\t3150\t.\t+\t0\tID=slip",
+             f"{g.contig}\ttool\tCDS\t3150\t3300\t.\t+\t0\tID=slip"]
+    plain = _gff_from_truth(truth, tmp_path / "p.gff3", extra=extra)
+    text = plain.read_text().replace("\t.\t+\t0\tID=cds0", "\tNA\t+\t0\tID=cds0", 1)
+    gz = tmp_path / "p.gff3.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    code, _, err = cli(["eval", "--predictions", gz, "--truth", example_genbank,
+                        "--out", tmp_path / "o", "-q"])
+    assert code == 0, err
+    got = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    got = got["benchmarks"]["predictions"]["metrics"]["p.gff3.gz"]
+    assert (got["n_pred"], got["sensitivity"], got["precision"]) == (len(truth), 1.0, 1.0)
+    binary = tmp_path / "bin.gff"
+    binary.write_bytes(b"\xff\xfe\x00garbage\n")
+    code, _, err = cli(["eval", "--predictions", binary, "--truth", example_genbank,
+                        "--out", tmp_path / "b", "-q"])
+    assert code == 2 and "not a GFF3 text file" in err and "Traceback" not in err
+
+
 def test_predictions_mode_errors(tmp_path, cli, example_genbank):
     bad = tmp_path / "bad.gff3"
     bad.write_text("##gff-version 3\nother\tt\tCDS\t1\t30\t.\t+\t0\tID=a\n")
