@@ -24,7 +24,7 @@ import typer
 from genoctx.cli.common import resolve_targets
 from genoctx.errors import GenoctxError, InputError
 from genoctx.io.atomic import atomic_open
-from genoctx.io.fasta import FastaFile
+from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar
 from genoctx.tokenize import nucleotide as nt
@@ -77,6 +77,8 @@ def _fill_sequence(fa: FastaFile, targets: list[Region], kind: Kind, tok: KmerTo
     plans = [plan_windows(n, context, overlap) for n in num]
     num_windows = sum(len(p) for p in plans)
     dtype = np.uint8 if tok is None else np.int32
+    _check_memory(num_windows, context, np.dtype(dtype).itemsize + (kind is Kind.nucleotide),
+                  max(num, default=0))
     out = _Outputs(tokens=np.full((num_windows, context), nt.PAD, dtype=dtype))
     if kind is Kind.nucleotide:
         out.softmask = np.zeros((num_windows, context), dtype=bool)
@@ -84,6 +86,9 @@ def _fill_sequence(fa: FastaFile, targets: list[Region], kind: Kind, tok: KmerTo
     row = 0
     for r, plan in zip(targets, plans):
         rows = slice(row, row + len(plan))
+        # a protein FASTA is refused, as annotate and embed refuse it (its first 64 kb tell)
+        check_nucleotide(r.contig, fa.fetch(r.contig, r.start, min(r.end, r.start + 65_536)),
+                         fa.path)
         # Token ids straight from the file: one read-and-translate pass (see FastaFile).
         ids = fa.fetch_array(r.contig, r.start, r.end, table=nt.ENCODE_TABLE)
         if tok is None:
@@ -112,6 +117,8 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
         if len(ids) != len(r) or channels.shape[0] != len(r):
             raise GenoctxError(f"pileup of {r} returned {len(ids)} tokens for {len(r)} bases")
         if out is None:
+            _check_memory(num_windows, context, ids.dtype.itemsize + 2 * channels.shape[1],
+                          max(len(t) for t in targets))
             out = _Outputs(tokens=np.full((num_windows, context), nt.PAD, dtype=ids.dtype),
                            channels=np.zeros((num_windows, context, channels.shape[1]),
                                              dtype=np.float16),
@@ -125,6 +132,32 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
     return out
 
 
+def _vocab_size(kind: Kind, tok: KmerTokenizer | None) -> int:
+    """Rows an embedding table needs for these token ids (pileup ids run past the bases')."""
+    if kind is Kind.pileup:
+        from genoctx.tokenize.pileup import PILEUP_VOCAB_SIZE
+
+        return PILEUP_VOCAB_SIZE
+    return nt.VOCAB_SIZE if tok is None else tok.vocab_size
+
+
+def _check_memory(num_windows: int, context: int, bytes_per_token: int, longest: int) -> None:
+    """Refuse, before allocating, windows that would not fit in this machine's memory."""
+    import os
+
+    need = num_windows * context * bytes_per_token
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no such query here: do not guess
+        return
+    if need > have // 2:
+        raise InputError(
+            f"{num_windows:,} windows of {context:,} tokens need {need / 2**30:.1f} GiB, more "
+            f"than half of this machine's {have / 2**30:.1f} GiB: give a smaller --context "
+            f"(the longest region here is {longest:,} tokens; every window is padded to "
+            f"--context)")
+
+
 def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, overlap: int,
             source: Path) -> dict[str, np.ndarray]:
     arrays = {
@@ -135,7 +168,7 @@ def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, 
         "lengths": np.concatenate(out.lengths).astype(np.int64),
         "kind": np.array(kind.value), "context": np.array(context),
         "overlap": np.array(overlap), "source": np.array(str(source)),
-        "vocab_size": np.array(nt.VOCAB_SIZE if tok is None else tok.vocab_size),
+        "vocab_size": np.array(_vocab_size(kind, tok)),
     }
     if out.softmask is not None:
         arrays["softmask"] = out.softmask
@@ -167,7 +200,8 @@ def tokenize(
                                      "(chr1:1,000-2,000 or a whole contig); repeatable."),
     regions: Path = typer.Option(None, "--regions", help="BED file of regions (0-based)."),
     kind: Kind = typer.Option(Kind.nucleotide, "--kind", help="Token kind."),
-    k: int = typer.Option(6, "--k", help="Bases per token for --kind kmer."),
+    k: int | None = typer.Option(None, "--k", help="Bases per token for --kind kmer "
+                                 "(default 6)."),
     reference: Path = typer.Option(None, "--reference", help="Reference FASTA for --kind "
                                    "pileup."),
     context: int = typer.Option(DEFAULT_CONTEXT, "--context", help="Tokens per window."),
@@ -176,8 +210,12 @@ def tokenize(
 ) -> None:
     """Tokenize a FASTA (whole file, --region or --regions) into windows of token ids."""
     _check_paths(input, out, kind, reference)
+    if k is not None and kind is not Kind.kmer:
+        raise InputError("--k is the k-mer size of --kind kmer; add --kind kmer or drop --k")
+    if context > DEFAULT_CONTEXT:
+        raise InputError(f"--context is at most {DEFAULT_CONTEXT:,} tokens (got {context:,})")
     plan_windows(0, context, overlap)  # validates context/overlap before any reading
-    tok = KmerTokenizer(k) if kind is Kind.kmer else None
+    tok = KmerTokenizer(6 if k is None else k) if kind is Kind.kmer else None
     with FastaFile(reference if kind is Kind.pileup else input) as fa:
         targets = resolve_targets(fa, region, regions)
         with progress_bar(f"tokenize {input.name}", total=None, quiet=quiet) as bar:

@@ -158,6 +158,7 @@ def test_pileup_windows(cli, data_root, ce_fa, tmp_path):
     assert d["channels"].dtype == np.float16
     assert d["channels"].shape == (len(tokens), 8192, channels.shape[1])
     assert d["channel_names"].tolist() == list(names)
+    assert int(d["vocab_size"]) == pileup.PILEUP_VOCAB_SIZE > int(d["tokens"].max())
     expected, _ = window_tokens(channels.astype(np.float16), 8192, pad_id=0)
     assert np.array_equal(d["channels"], expected)
 
@@ -172,6 +173,7 @@ def _bad_inputs(tmp: Path, data_root: Path, example_genbank: Path) -> dict[str, 
     (tmp / "dup.fa").write_bytes(b">a\nACGT\n>b\nAC\n>a\nGG\n")
     (tmp / "bad.bed").write_text("CHROMOSOME_I\t100\n")
     (tmp / "ok.fa").write_bytes(b">a\nACGT\n")
+    (tmp / "prot.fa").write_bytes(b">p\nMKVLAAGIVGLLLAQW\n")
     return {
         "missing": [tmp / "nope.fa"],
         "truncated gzip": [tmp / "trunc.fa.gz"],
@@ -190,13 +192,16 @@ def _bad_inputs(tmp: Path, data_root: Path, example_genbank: Path) -> dict[str, 
                                      "pileup"],
         "reference without pileup": [ce, "--reference", ce],
         "bad k": [ce, "--kind", "kmer", "--k", 0],
+        "k without kmer": [ce, "--k", 3],
+        "context too long": [ce, "--context", 3_000_000_000],
+        "protein": [tmp / "prot.fa"],
     }
 
 
 CASES = ["missing", "truncated gzip", "bam as fasta", "genbank as fasta", "empty",
          "duplicate names", "unknown contig", "off the end", "malformed region", "bad bed",
          "context 0", "overlap >= context", "region and regions", "pileup without reference",
-         "reference without pileup", "bad k"]
+         "reference without pileup", "bad k", "k without kmer", "context too long", "protein"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -246,3 +251,17 @@ def test_help_shows_an_example(cli):
     code, out, _ = cli(["tokenize", "--help"])
     assert code == 0 and "genoctx tokenize" in out and "--context" in out
 
+
+
+def test_windows_that_would_not_fit_in_memory_are_refused_first(run_cli, tmp_path, monkeypatch):
+    """Every window is padded to --context: many short records at a long context would need
+    more memory than the machine has; that is a one-line error before any allocation."""
+    import os
+
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: 4 if name == "SC_PHYS_PAGES" else real(name))
+    fa = tmp_path / "many.fa"
+    fa.write_text("".join(f">r{i}\nACGTACGTAC\n" for i in range(4)))
+    code, _, err = run_cli(["tokenize", fa, "--context", 4096, "--out", tmp_path / "t.npz"])
+    assert code == 2 and "give a smaller --context" in err and "Traceback" not in err
+    assert not (tmp_path / "t.npz").exists()
