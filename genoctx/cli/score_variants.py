@@ -236,8 +236,13 @@ def _records(vcf: Path) -> Iterator:
         pysam.set_verbosity(old)
 
 
-def _survey(vcf: Path, fa, collector) -> int:
-    """First pass: count the variants, check the contigs, collect gene-prediction targets."""
+def _survey(vcf: Path, fa, collector, declared: Collection[str] = ()) -> int:
+    """First pass: count the variants, check the contigs, collect gene-prediction targets.
+
+    A VCF none of whose records is on a contig of the reference is refused (the wrong FASTA, or
+    chr prefixes), unless its header declares a contig the reference has: then it is a part of
+    a VCF that fits it (a Snakemake chunk holding only, say, chrM records), and those records
+    are filtered ``GCX_UNKNOWN_CONTIG`` as in the whole file."""
     from genoctx.io.vcf import iter_variants
 
     n, contigs = 0, set()
@@ -246,7 +251,7 @@ def _survey(vcf: Path, fa, collector) -> int:
         contigs.add(v.contig)
         if collector is not None:
             collector.add(v.contig, v.pos, v.end)
-    if contigs and not contigs & set(fa.lengths):
+    if contigs and not contigs & set(fa.lengths) and not set(declared) & set(fa.lengths):
         raise InputError(f"none of the VCF's contigs ({', '.join(sorted(contigs)[:5])}) is in "
                          f"the reference ({', '.join(fa.contigs[:5])}); give the FASTA the "
                          "variants were called on (check chr prefixes)")
@@ -338,12 +343,12 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     _check_circular(circular, annotation)
     with contextlib.ExitStack() as stack:
         vcf = stack.enter_context(_rereadable(vcf))
-        with _records(vcf):  # missing / not VCF / unreadable header: fail before any work
-            pass
+        with _records(vcf) as vf:  # missing / not VCF / unreadable header: fail before work
+            declared = set(vf.header.contigs)
         fa = stack.enter_context(FastaFile(reference))
         backbone, head, sha = _load_model(model, device, want_head=annotation is None)
         collector = TargetCollector(fa.lengths) if annotation is None else None
-        total = _survey(vcf, fa, collector)
+        total = _survey(vcf, fa, collector, declared)
         params = None
         if annotation is None:
             import dataclasses
@@ -397,7 +402,7 @@ def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, conte
                    batch_size: int, quiet: bool, supervised) -> int:
     """Second pass: score the variants in chunks and write each record as its turn comes."""
     from genoctx.heads.variant import score_variants
-    from genoctx.io.vcf import iter_variants
+    from genoctx.io.vcf import data_lines, iter_variants
     from genoctx.progress import progress_bar
 
     scored = 0
@@ -405,7 +410,7 @@ def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, conte
         stream = score_variants(backbone, fa, iter_variants(vcf, fa, stats=stats),
                                 context=context, batch_size=batch_size, progress=bar.advance)
         pending = next(stream, None)
-        with _data_lines(vcf) as raw:
+        with data_lines(vcf) as raw:
             for index, rec in enumerate(vf):
                 alleles = {}
                 while pending is not None and pending[0].record_index == index:
@@ -419,24 +424,6 @@ def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, conte
                 sink.write(_edit_record(line, info, flt))
         assert pending is None, "variants left over after the last record"
     return scored
-
-
-@contextlib.contextmanager
-def _data_lines(vcf: Path):
-    """The data lines of a text VCF (plain, gzip or bgzip) as written, in record order, so that
-    the output keeps every value of the input as it was (htslib's text rewrites floats to six
-    significant digits and blanks values that do not parse); empty for BCF."""
-    import gzip
-
-    from genoctx.io.fasta import sniff_format
-
-    fmt, compression = sniff_format(vcf)
-    if fmt != "vcf" or compression not in ("none", "gzip", "bgzf"):
-        yield iter(())
-        return
-    opener = gzip.open if compression != "none" else open
-    with opener(vcf, "rt", encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        yield (ln.rstrip("\r\n") for ln in fh if ln.strip() and not ln.startswith("#"))
 
 
 # ----------------------------------------------------------------------------- output

@@ -730,6 +730,8 @@ def _add_part(t: _Transcript, r: _Row, pieces) -> None:
         t.utrs.extend((s, e) for s, e, _ in pieces)
     elif r.type == "CDS":
         t.cds[r.attrs.get("ID", "")].extend(pieces)
+        if "transl_table" in r.attrs:  # the CDS's own genetic code wins over its gene's
+            t.attributes["transl_table"] = r.attrs["transl_table"]
     elif r.type == "stop_codon":
         t.stops.extend(pieces)
 

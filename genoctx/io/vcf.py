@@ -21,6 +21,7 @@ A file pysam/htslib cannot parse raises :class:`~genoctx.errors.InputError`.
 from __future__ import annotations
 
 import contextlib
+import gzip
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -190,3 +191,19 @@ def vcf_info(path: str | Path) -> dict:
         indexed = Path(f"{path}.tbi").is_file() or Path(f"{path}.csi").is_file()
     return {"path": str(path), "format": fmt, "compressed": compressed, "contigs": contigs,
             "samples": samples, "records": n, "indexed": indexed}
+
+
+@contextlib.contextmanager
+def data_lines(vcf_path: str | Path) -> Iterator[Iterator[str]]:
+    """The data lines of a text VCF (plain, gzip or bgzip) as written, in record order, without
+    their line ends; nothing for BCF. Writing a record from its own line keeps every value as
+    the input had it: htslib's text (``str(record)``) rounds floats to six significant digits
+    and blanks values that do not parse. Empty lines are skipped, as htslib cannot read them."""
+    vcf_path = Path(vcf_path)
+    fmt, compression = sniff_format(vcf_path)
+    if fmt != "vcf" or compression not in ("none", "gzip", "bgzf"):
+        yield iter(())
+        return
+    opener = gzip.open if compression != "none" else open
+    with opener(vcf_path, "rt", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        yield (ln.rstrip("\r\n") for ln in fh if ln.strip() and not ln.startswith("#"))

@@ -717,6 +717,8 @@ def read_gff3_genes(path: str | Path) -> list:
         a = g["attrs"]
         lo, hi = min(p[0] for p in g["parts"]), max(p[1] for p in g["parts"])
         extra = {"parts": sorted(g["parts"])} if len(g["parts"]) > 1 else {}
+        if "bank_model" in a:  # as the decoder names it (write_gff3 writes attrs["model"] so)
+            extra["model"] = a["bank_model"]
         out.append(GeneCall(g["contig"], lo, hi, g["strand"], g["score"],
                             a.get("start_codon") or a.get("start_type", ""),
                             _partial_of(a, g["strand"]), {**a, **extra}))

@@ -221,6 +221,27 @@ def test_deletions_across_a_cds_end_reach_its_start_or_stop_codon(pcp1, strand):
     assert gm.consequence(contig, s - 6, seq[s - 6:e + 5], seq[s - 6]) == "stop_lost"
 
 
+def test_gff3_cds_row_names_its_own_genetic_code(pcp1, tmp_path):
+    """A GFF3 CDS row's transl_table (genoctx annotate -g 4 writes it there, not on the gene
+    row) is the code of that CDS: TGG → TGA is then silent."""
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    genes = [f for f in features[contig]
+             if f.kind == "CDS" and not set(range(f.start, f.end)) & other_genes(features, contig, f)]
+    gene, sites = max(((g, _trp_third_bases(fa, g)) for g in genes), key=lambda t: len(t[1]))
+    (s, e), = gene.parts
+    strand = "+" if gene.strand > 0 else "-"
+    gff = tmp_path / "g.gff3"
+    gff.write_text("##gff-version 3\n"
+                   f"{contig}\tt\tgene\t{s + 1}\t{e}\t.\t{strand}\t.\tID=g1\n"
+                   f"{contig}\tt\tCDS\t{s + 1}\t{e}\t.\t{strand}\t0\tID=c1;Parent=g1;"
+                   "transl_table=4\n")
+    gm = GeneModel.from_features(read_features(gff), fa)
+    g = sites[0]
+    ref = fa.fetch(contig, g, g + 1).decode().upper()
+    assert gm.consequence(contig, g, ref, "A" if gene.strand > 0 else "T") == "synonymous"
+
+
 def test_trim_alleles_drops_anchor_bases():
     assert trim_alleles(10, "ACG", "A") == (11, "CG", "")
     assert trim_alleles(10, "A", "ATT") == (11, "", "TT")

@@ -159,6 +159,23 @@ def test_split_vcf_chunks_in_order_and_concat_restores_them(tmp_path):
         assert [(r.chrom, r.pos) for r in vf.fetch("c2")] == [("c2", 10 + i) for i in range(7, 12)]
 
 
+def test_split_vcf_keeps_each_record_as_written(tmp_path):
+    """Chunks hold the input's own lines: floats keep every digit (htslib's text rounds them
+    to six), plain or bgzipped input alike."""
+    split = _script("split_vcf").split
+    rows = ["c1\t10\t.\tA\tG\t123.456789012\tPASS\tAF=0.123456789012\n",
+            "c1\t20\trs1\tAT\tA\t.\t.\t.\n"]
+    head = VCF_HEAD.replace("#CHROM", '##INFO=<ID=AF,Number=A,Type=Float,Description="af">\n'
+                            "#CHROM", 1)
+    vcf = tmp_path / "in.vcf"
+    vcf.write_text(head + "".join(rows))
+    pysam.tabix_compress(str(vcf), str(vcf) + ".gz", force=True)
+    for src in (vcf, tmp_path / "in.vcf.gz"):
+        (part,) = split(src, tmp_path / f"chunks_{src.suffix}", 5)
+        assert [ln + "\n" for ln in part.read_text().splitlines() if not ln.startswith("#")] \
+            == rows
+
+
 def test_split_vcf_refuses_unsorted_input(tmp_path):
     mod = _script("split_vcf")
     vcf = tmp_path / "in.vcf"

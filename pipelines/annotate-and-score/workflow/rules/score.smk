@@ -36,6 +36,8 @@ rule score_chunk:
         device=config["device"],
         context=config["score"]["context"],
         batch_size=config["score"]["batch_size"],
+        # the genes' genetic code, as annotate read them (a CDS's own transl_table still wins)
+        translation_table=config["annotate"].get("translation_table", 11),
     log:
         "logs/score/{sample}/{chunk}.log",
     threads: config["score"]["threads"]
@@ -49,7 +51,7 @@ rule score_chunk:
         "OMP_NUM_THREADS={threads} genoctx score-variants {input.vcf:q} --reference {input.fasta:q}"
         " --out {output:q} {params.annotation}{params.circular} --context {params.context}"
         " --model {params.model:q} --device {params.device} --batch-size {params.batch_size}"
-        " > {log:q} 2>&1"
+        " --translation-table {params.translation_table} > {log:q} 2>&1"
 
 
 rule concat_scored:

@@ -22,7 +22,7 @@ COLUMNS = ("sample", "contigs", "bases", "shards", "genes", "rnas", "genes_per_k
            "genes_with_reads", "median_gene_depth")
 EVAL_METRICS = {"gene sensitivity": "gene_sensitivity", "gene precision": "gene_precision",
                 "gene f1": "gene_f1", "per-base CDS F1": "cds_base_f1"}
-RNA_TYPES = ("tRNA", "rRNA", "ncRNA")
+RNA_TYPES = ("tRNA", "tmRNA", "rRNA", "ncRNA")  # the RNA feature rows annotate writes
 
 
 def annotation_summary(gff3: str | Path) -> dict:

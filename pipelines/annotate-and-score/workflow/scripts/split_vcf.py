@@ -18,8 +18,10 @@ class UnsortedVCF(ValueError):
     pass
 
 
-def sorted_lines(vf, vcf: str | Path) -> Iterator[str]:
-    """The records of an open ``pysam.VariantFile`` as text, checking the sort order."""
+def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] | None = None) -> Iterator[str]:
+    """The records of an open ``pysam.VariantFile`` as text, checking the sort order: each
+    record's own line of ``raw`` (the file's data lines, ``genoctx.io.vcf.data_lines``), so
+    that values pass through as written, else htslib's text (BCF)."""
     done: set[str] = set()
     contig, last = None, 0
     for rec in vf:
@@ -34,13 +36,18 @@ def sorted_lines(vf, vcf: str | Path) -> Iterator[str]:
             raise UnsortedVCF(f"{vcf}: {rec.chrom}:{rec.pos} comes after position {last}; sort "
                               "the VCF first (bcftools sort)")
         last = rec.pos
-        yield str(rec)
+        line = next(raw, None) if raw is not None else None
+        if line is None or not line.startswith(f"{rec.chrom}\t{rec.pos}\t"):
+            line = str(rec).rstrip("\n")
+        yield line + "\n"
 
 
 def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
     """Write the chunks of ``vcf`` into ``folder``; returns their paths (one header-only chunk
     when the VCF has no records)."""
     import pysam
+
+    from genoctx.io.vcf import data_lines
 
     if records < 1:
         raise ValueError("records per chunk must be at least 1")
@@ -50,9 +57,9 @@ def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
     n = 0
     old = pysam.set_verbosity(0)
     try:
-        with pysam.VariantFile(str(vcf)) as vf:
+        with pysam.VariantFile(str(vcf)) as vf, data_lines(vcf) as raw:
             header = str(vf.header)
-            lines = sorted_lines(vf, vcf)
+            lines = sorted_lines(vf, vcf, raw)
             while batch := list(islice(lines, records)):
                 paths.append(folder / f"{len(paths):04d}.vcf")
                 paths[-1].write_text(header + "".join(batch))
