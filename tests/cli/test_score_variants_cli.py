@@ -370,3 +370,16 @@ def test_input_values_are_written_as_given(cli, tmp_path, human_ref, model_dir, 
         assert cols[:6] == want[:6] and cols[6] in (want[6], "PASS")
         assert cols[7].startswith("GCX_") if want[7] == "." else cols[7].startswith(want[7] + ";")
     assert len(got) == len(rows)
+
+
+def test_records_only_on_missing_contigs_of_a_fitting_vcf_are_filtered(cli, tmp_path, human_ref,
+                                                                       model_dir):
+    """A VCF (a workflow chunk, say) whose records all sit on a contig the reference lacks,
+    but whose header declares one it has, is the part of a VCF that fits: its records get
+    GCX_UNKNOWN_CONTIG, as in the whole file, instead of the wrong-reference error."""
+    seq = FastaFile(human_ref).fetch("17").decode()
+    vcf = write_vcf(tmp_path / "chunk.vcf", "17", len(seq), ["chrUn\t10\t.\tA\tC\t.\tPASS\t."])
+    code, out, err = cli(["score-variants", vcf, "-R", human_ref, "--model", model_dir,
+                          "--context", CONTEXT, "-q"])
+    assert code == 0, err
+    assert [r[6] for r in _records(out)] == ["GCX_UNKNOWN_CONTIG"]
