@@ -210,8 +210,8 @@ def _blank_tail(path: Path) -> bool:
     with open(path, "rb") as fh:
         fh.seek(max(0, fh.seek(0, 2) - 256))
         tail = fh.read()
-    body = tail.rstrip(b"\r\n")
-    return tail[len(body):].count(b"\n") > 1 or (b"\n" in tail and not body.rsplit(b"\n", 1)[-1].strip())
+    body = tail[:-1] if tail.endswith(b"\n") else tail  # the last line, its line end dropped
+    return b"\n" in tail and not body.rsplit(b"\n", 1)[-1].strip()
 
 
 @contextlib.contextmanager
@@ -402,7 +402,7 @@ def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, conte
                    batch_size: int, quiet: bool, supervised) -> int:
     """Second pass: score the variants in chunks and write each record as its turn comes."""
     from genoctx.heads.variant import score_variants
-    from genoctx.io.vcf import data_lines, iter_variants
+    from genoctx.io.vcf import data_lines, iter_variants, record_text
     from genoctx.progress import progress_bar
 
     scored = 0
@@ -418,10 +418,7 @@ def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, conte
                     scored += pending[1] is not None
                     pending = next(stream, None)
                 info, flt = _record_fields(rec, alleles, fa, ann, supervised, context)
-                line = next(raw, None)
-                if line is None or not line.startswith(f"{rec.chrom}\t{rec.pos}\t"):
-                    line = str(rec)  # BCF (no text), or not the same record: htslib's text
-                sink.write(_edit_record(line, info, flt))
+                sink.write(_edit_record(record_text(rec, raw), info, flt))
         assert pending is None, "variants left over after the last record"
     return scored
 

@@ -207,3 +207,13 @@ def data_lines(vcf_path: str | Path) -> Iterator[Iterator[str]]:
     opener = gzip.open if compression != "none" else open
     with opener(vcf_path, "rt", encoding="utf-8", errors="surrogateescape", newline="") as fh:
         yield (ln.rstrip("\r\n") for ln in fh if ln.strip() and not ln.startswith("#"))
+
+
+def record_text(rec, raw: Iterator[str]) -> str:
+    """``rec``'s data line, without its line end: the next line of ``raw``
+    (:func:`data_lines`, read in step with the records) when it is this record's, else
+    htslib's text (BCF input)."""
+    line = next(raw, None)
+    if line is None or not line.startswith(f"{rec.chrom}\t{rec.pos}\t"):
+        line = str(rec).rstrip("\n")
+    return line

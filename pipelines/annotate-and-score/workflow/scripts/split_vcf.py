@@ -18,10 +18,13 @@ class UnsortedVCF(ValueError):
     pass
 
 
-def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] | None = None) -> Iterator[str]:
+def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] = ()) -> Iterator[str]:
     """The records of an open ``pysam.VariantFile`` as text, checking the sort order: each
     record's own line of ``raw`` (the file's data lines, ``genoctx.io.vcf.data_lines``), so
     that values pass through as written, else htslib's text (BCF)."""
+    from genoctx.io.vcf import record_text
+
+    raw = iter(raw)
     done: set[str] = set()
     contig, last = None, 0
     for rec in vf:
@@ -36,10 +39,7 @@ def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] | None = None) -> Itera
             raise UnsortedVCF(f"{vcf}: {rec.chrom}:{rec.pos} comes after position {last}; sort "
                               "the VCF first (bcftools sort)")
         last = rec.pos
-        line = next(raw, None) if raw is not None else None
-        if line is None or not line.startswith(f"{rec.chrom}\t{rec.pos}\t"):
-            line = str(rec).rstrip("\n")
-        yield line + "\n"
+        yield record_text(rec, raw) + "\n"
 
 
 def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
