@@ -110,13 +110,12 @@ def _parse_range(contig: str, spec: str, whole: str,
     if not m:
         raise RegionError(
             f"malformed region '{whole}'; expected CONTIG, CONTIG:POS or CONTIG:START-END "
-            "(1-based, inclusive, e.g. chr1:1,000-2,000)")
+            "(1-based, inclusive, e.g. chr1:1,000-2,000; CONTIG:POS runs to the contig end)")
     start_1 = _to_int(m.group(1), whole)
     if start_1 < 1:
         raise RegionError(f"region '{whole}': positions are 1-based, so the start must be >= 1")
-    if m.group(2) is None:
-        end_1 = start_1
-    elif m.group(3) is None:  # "chr1:1000-": to the contig end
+    if m.group(2) is None or m.group(3) is None:  # "chr1:1000" or "chr1:1000-": to the end,
+        # as samtools and htslib read them
         if lengths is None or contig not in lengths:
             raise RegionError(f"region '{whole}' runs to the contig end, which needs the "
                               "contig lengths (give a reference)")
@@ -149,8 +148,8 @@ def parse_region(text: str, lengths: Mapping[str, int] | None = None) -> Region:
     """Parse a samtools-style region string into a 0-based half-open :class:`Region`.
 
     Args:
-        text: ``chr1:1,000-2,000`` (1-based inclusive), ``chr1:1000``, ``chr1:1000-``, ``chr1``
-            or ``{name:with:colons}:1-100``.
+        text: ``chr1:1,000-2,000`` (1-based inclusive), ``chr1:1000`` or ``chr1:1000-`` (both
+            run to the contig end, as in samtools), ``chr1`` or ``{name:with:colons}:1-100``.
         lengths: Contig lengths; when given, the contig must exist and the region must fit.
 
     Returns:

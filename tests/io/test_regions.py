@@ -19,10 +19,21 @@ def test_parse_one_based_inclusive_with_commas():
 
 
 def test_single_base_whole_contig_and_open_end():
-    assert parse_region("chrM:1") == Region("chrM", 0, 1)
+    assert parse_region("chrM:1-1") == Region("chrM", 0, 1)
+    assert parse_region("chrM", LENGTHS) == Region("chrM", 0, 16_569)
     assert parse_region("chrM", LENGTHS) == Region("chrM", 0, 16_569)
     assert parse_region("chrM:16,000-", LENGTHS) == Region("chrM", 15_999, 16_569)
     assert parse_region("  chrM:5-5  ") == Region("chrM", 4, 5)
+
+
+def test_start_only_runs_to_the_contig_end_as_in_samtools():
+    """``samtools faidx ref.fa chrM:16,000`` prints 16,000 to the end, not one base."""
+    assert parse_region("chrM:16,000", LENGTHS) == Region("chrM", 15_999, 16_569)
+    assert parse_region("chrM:16,569", LENGTHS) == Region("chrM", 16_568, 16_569)
+    with pytest.raises(RegionError, match="contig lengths"):
+        parse_region("chrM:16,000")
+    with pytest.raises(RegionError, match="after end"):
+        parse_region("chrM:16,570", LENGTHS)
 
 
 def test_str_goes_back_to_one_based():
