@@ -98,6 +98,20 @@ def _check_contigs(calls: list, truth: list, what: str) -> None:
                          f"{sorted(tc)[:3]}); rename the sequences so they agree")
 
 
+def across_origin(g, lengths: dict[str, int]) -> bool:
+    """Whether call ``g`` spans the origin of its circular contig: GFF3's one row ending past
+    the contig's length (as ``genoctx annotate --circular`` writes it), or two pieces, one from
+    the origin and one to the end. The truth leaves such joined CDS out (they have no single
+    stop coordinate to match on), so scoring leaves them out of the predictions too."""
+    n = lengths.get(g.contig)
+    if n is None:
+        return False
+    if g.start < 0 or g.end > n:
+        return True
+    parts = (getattr(g, "attrs", None) or {}).get("parts") or ()
+    return len(parts) > 1 and (g.start, g.end) == (0, n)
+
+
 def read_predictions(path: Path) -> list:
     """Predicted CDS of a GFF3 or GenBank file as GeneCalls (pseudo and joined CDS left out,
     as in the truth)."""
@@ -141,10 +155,15 @@ def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
         if lengths:
             lengths = {aliases.get(c, c): n for c, n in lengths.items()}
         _check_contigs(calls, true, str(pred_path))
+        crossing = [g for g in calls if lengths and across_origin(g, lengths)]
+        calls = [g for g in calls if not (lengths and across_origin(g, lengths))]
         label = method or pred_path.name
         m, rows = _score(label, calls, true, truth_path, lengths)
         notes = [(f"{len(calls)} predicted genes from {pred_path.name}; {len(true)} true genes "
                   f"in {truth_path.name}.")]
+        if crossing:
+            notes.append(f"{len(crossing)} predicted gene(s) across a contig's origin left out, "
+                         "as the truth leaves out joined CDS.")
         if not lengths:
             notes.append("Per-base scores skipped: contig lengths unknown (give --fasta).")
         role = ctx.data_files[str(truth_path)]["role"]

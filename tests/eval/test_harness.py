@@ -176,6 +176,30 @@ def test_predictions_gff3_gzip_scores_and_truth_rules(tmp_path, cli, example_gen
     assert code == 2 and "not a GFF3 text file" in err and "Traceback" not in err
 
 
+def test_predictions_across_the_origin_are_left_out_like_the_truths(tmp_path, cli,
+                                                                     example_genbank):
+    """A predicted CDS across pPCP1's origin (one row ending past 9,612, as `annotate
+    --circular` writes it, or two pieces from the origin and to the end) is not a false positive:
+    the truth leaves joined CDS out, so scoring leaves these out too, and says so."""
+    from genoctx.io.annotation import annotation_lengths, read_genes
+
+    truth = read_genes(example_genbank)
+    c = truth[0].contig
+    n = annotation_lengths(example_genbank)[c]
+    extra = [f"{c}\ttool\tCDS\t{n - 98}\t{n + 100}\t.\t+\t0\tID=ring",
+             f"{c}\ttool\tCDS\t{n - 200}\t{n}\t.\t-\t0\tID=two",
+             f"{c}\ttool\tCDS\t1\t99\t.\t-\t0\tID=two"]
+    pred = _gff_from_truth(truth, tmp_path / "ring.gff3", extra=extra)
+    code, _, err = cli(["eval", "--predictions", pred, "--truth", example_genbank,
+                        "--out", tmp_path / "o", "-q"])
+    assert code == 0, err
+    got = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    got = got["benchmarks"]["predictions"]["metrics"]["ring.gff3"]
+    assert (got["n_pred"], got["sensitivity"], got["precision"]) == (len(truth), 1.0, 1.0)
+    assert "2 predicted gene(s) across a contig's origin left out" in \
+        (tmp_path / "o" / "report.md").read_text()
+
+
 def test_predictions_mode_errors(tmp_path, cli, example_genbank):
     bad = tmp_path / "bad.gff3"
     bad.write_text("##gff-version 3\nother\tt\tCDS\t1\t30\t.\t+\t0\tID=a\n")
