@@ -269,10 +269,13 @@ def write_bed(path: str | Path, genes: list, rna: list,
 
 
 def _bed6(gid: str, g) -> str:
-    """The first six BED columns of a feature; score = round(1000 · probability)."""
+    """The first six BED columns of a feature; score = round(1000 · probability), the
+    probability taken as the GFF3 writes it (4 decimals), so a BED made from the GFF3 (the
+    workflow's merge) has the same scores as annotate's own."""
     if any(c in g.contig for c in "\t\n"):
         raise InputError(f"contig name {g.contig!r} contains a tab or newline; BED cannot hold it")
-    s = 0 if g.score is None or not math.isfinite(g.score) else round(1000 * g.score)
+    text = _fmt_score(g.score)
+    s = 0 if text == "." else round(1000 * float(text))
     return f"{g.contig}\t{g.start}\t{g.end}\t{gid}\t{min(max(s, 0), 1000)}\t{_STRAND[g.strand]}"
 
 

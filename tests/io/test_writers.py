@@ -141,6 +141,25 @@ def test_bed_tabix(tmp_path):
     assert len(list(tbx.fetch("chr one", 4800, 4900))) == 1
 
 
+def test_bed_scores_are_the_gff3_scores_times_1000(tmp_path):
+    """The BED score is round(1000 · the GFF3's 4-decimal score), so a BED rebuilt from the
+    GFF3 (the workflow's merge) equals annotate's own; 0.99949 is 0.9995 in the GFF3 and must
+    not be 999 in the BED beside 1000 in the rebuilt one."""
+    rng = random.Random(7)
+    scores = [0.99949, 0.12345, 0.00049, 0.0005] + [rng.random() for _ in range(300)]
+    genes = [GeneCall("chr one", 3 * i, 3 * i + 300, 1, p, "ATG") for i, p in enumerate(scores)]
+    lengths = {"chr one": 2000}
+    write_gff3(tmp_path / "a.gff3", genes, [], lengths)
+    write_bed(tmp_path / "a.bed", genes, [], lengths)
+    again = read_gff3_genes(tmp_path / "a.gff3")
+    write_bed(tmp_path / "b.bed", again, [], lengths)
+    assert (tmp_path / "a.bed").read_text() == (tmp_path / "b.bed").read_text()
+    gff_score = {(g.start, g.end): g.score for g in again}
+    for line in (tmp_path / "a.bed").read_text().splitlines():
+        c = line.split("\t")
+        assert int(c[4]) == round(1000 * gff_score[(int(c[1]), int(c[2]))])
+
+
 def test_bedgraph_runs_and_append(tmp_path):
     path = tmp_path / "cds.bedgraph"
     track = np.array([0.1, 0.1004, 0.2, 0.2, np.nan, 0.2, 1.0, 1.0], dtype=np.float32)
