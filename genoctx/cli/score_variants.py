@@ -58,12 +58,14 @@ class Summary:
     ref_mismatch: int = 0
     unknown_contig: int = 0
     symbolic: int = 0
+    ambiguous: int = 0
     indexed: bool = False
 
     def line(self) -> str:
         return (f"{self.records} records, {self.variants} variants, {self.scored} scored, "
                 f"{self.ref_mismatch} ref mismatches, {self.unknown_contig} unknown contigs, "
-                f"{self.symbolic} symbolic skipped")
+                f"{self.symbolic} symbolic skipped"
+                + (f", {self.ambiguous} ALT with N/IUPAC bases skipped" if self.ambiguous else ""))
 
 
 @dataclass
@@ -375,7 +377,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
                                             quiet=quiet, supervised=supervised)
     summary.records, summary.variants = stats.records, stats.variants
     summary.ref_mismatch, summary.unknown_contig = stats.ref_mismatch, stats.unknown_contig
-    summary.symbolic = stats.symbolic
+    summary.symbolic, summary.ambiguous = stats.symbolic, stats.ambiguous
     summary.indexed = compressed and _index(Path(out))
     return summary
 

@@ -8,8 +8,9 @@ the only conversion); ``[pos, pos + len(ref))`` is the REF span, 0-based half-op
 * multi-allelic records are split into one Variant per ALT (``allele_index`` 1, 2, ...), and
   counted once in ``VariantStats.multiallelic``;
 * symbolic ALTs (``<DEL>``, ``<*>``, ``<NON_REF>``, breakends ``N[chr:1[``) and the spanning
-  deletion ``*`` are skipped and counted in ``symbolic``; records without ALT are counted in
-  ``no_alt``;
+  deletion ``*`` are skipped and counted in ``symbolic``; an ALT with a base other than A, C,
+  G or T (``N``, IUPAC codes such as ``R``) has no one sequence to score and is skipped and
+  counted in ``ambiguous``; records without ALT are counted in ``no_alt``;
 * with a reference FASTA, REF is compared with the reference bases, ignoring case: a mismatch
   (or a REF running off the contig) sets ``ref_ok=False`` and counts in ``ref_mismatch``; a
   contig missing from the FASTA sets ``ref_ok=False`` and counts in ``unknown_contig``. Without
@@ -66,6 +67,7 @@ class VariantStats:
     variants: int = 0         # Variants yielded
     multiallelic: int = 0     # records with more than one ALT
     symbolic: int = 0         # ALT alleles skipped as symbolic / '*'
+    ambiguous: int = 0        # ALT alleles skipped for a base other than A/C/G/T (N, IUPAC)
     no_alt: int = 0           # records without any ALT allele
     ref_mismatch: int = 0     # records whose REF differs from the reference (or runs off it)
     unknown_contig: int = 0   # records on a contig missing from the reference
@@ -76,6 +78,13 @@ class VariantStats:
 
 def _is_symbolic(alt: str) -> bool:
     return alt == "*" or alt.startswith("<") or "[" in alt or "]" in alt or alt == "."
+
+
+def _is_ambiguous(alt: str) -> bool:
+    return not set(alt.upper()) <= _ACGT
+
+
+_ACGT = frozenset("ACGT")
 
 
 def _open_variants(path: str | Path) -> pysam.VariantFile:
@@ -172,6 +181,9 @@ def iter_variants(vcf_path: str | Path, fasta: FastaFile | str | Path | None = N
             for allele_index, alt in enumerate(alts, 1):
                 if _is_symbolic(alt):
                     stats.symbolic += 1
+                    continue
+                if _is_ambiguous(alt):
+                    stats.ambiguous += 1
                     continue
                 stats.variants += 1
                 yield Variant(contig=rec.chrom, pos=rec.start, ref=rec.ref, alt=alt,

@@ -64,6 +64,8 @@ def human_vcf(tmp_path, human_ref) -> Path:
         f"17\t2001\t.\t{seq[2000]}\t{seq[2000]}GAT\t.\t.\t.",                    # insertion
         f"17\t2501\t.\t{other(seq[2500])}\tT\t.\tPASS\t.",                       # REF mismatch
         f"17\t3001\t.\t{seq[3000]}\t<DEL>,{other(seq[3000])}\t.\t.\t.",          # symbolic + SNV
+        f"17\t3501\t.\t{seq[3500]}\tN,{other(seq[3500])}\t.\t.\t.",                # N + SNV
+        f"17\t3601\t.\t{seq[3600]}\tR\t.\t.\t.",                                  # IUPAC
         f"17\t4190\t.\t{seq[4189]}\t{other(seq[4189])}\t.\t.\t.",                # near the end
         "chrUn\t10\t.\tA\tC\t.\tPASS\t.",                                          # not in REF
     ]
@@ -76,8 +78,8 @@ def test_scores_round_trip_through_pysam(cli, tmp_path, human_vcf, human_ref, mo
                         model_dir, "--context", CONTEXT, "--out", out, "--batch-size", "3"])
     assert code == 0, err
     assert Path(f"{out}.tbi").is_file()
-    assert "7 records, 8 variants, 6 scored, 1 ref mismatches, 1 unknown contigs, " \
-           "1 symbolic skipped" in err
+    assert "9 records, 9 variants, 7 scored, 1 ref mismatches, 1 unknown contigs, " \
+           "1 symbolic skipped, 2 ALT with N/IUPAC bases skipped" in err
     model = GenoCtxModel.from_pretrained(model_dir)
     with pysam.VariantFile(str(out)) as vf:
         info = vf.header.info
@@ -101,8 +103,11 @@ def test_scores_round_trip_through_pysam(cli, tmp_path, human_vcf, human_ref, mo
                 assert value == pytest.approx(want, abs=2e-3)
                 assert rec.info["GCX_CONSEQ"][k - 1] in SEVERITY
     assert list(records[3].filter) == ["GCX_REF_MISMATCH"]
-    assert list(records[6].filter) == ["GCX_UNKNOWN_CONTIG"]
+    assert list(records[8].filter) == ["GCX_UNKNOWN_CONTIG"]
     assert records[0].info["GCX_DLL"][0] != records[0].info["GCX_DLL"][1]  # multi-allelic split
+    # an ALT of N or an IUPAC code has no one sequence: no score, the record kept as it was
+    assert records[5].info["GCX_DLL"][0] is None and records[5].info["GCX_DLL"][1] is not None
+    assert records[6].alts == ("R",) and records[6].info.get("GCX_DLL", (None,)) == (None,)
 
 
 def test_same_bytes_on_every_run(cli, tmp_path, human_vcf, human_ref, model_dir):

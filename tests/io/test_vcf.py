@@ -79,7 +79,7 @@ def test_split_check_and_count(vcf_path, ref_path, ref_seq):
         ("chrUn", 5, "A", "C", 1, 6, False),
     ]
     assert stats.as_dict() == {"records": 7, "variants": 8, "multiallelic": 2, "symbolic": 2,
-                               "no_alt": 0, "ref_mismatch": 2, "unknown_contig": 1}
+                               "ambiguous": 0, "no_alt": 0, "ref_mismatch": 2, "unknown_contig": 1}
     first, deletion, insertion = variants[0], variants[2], variants[3]
     assert (first.id, first.qual, first.filters, first.is_snv) == ("rs1", 30.0, ("PASS",), True)
     assert (deletion.end, deletion.is_snv) == (103, False)
@@ -105,9 +105,15 @@ def test_case_insensitive_ref(tmp_path, ref_path, ref_seq):
     header.contigs.add("17", length=4200)
     path = tmp_path / "lower.vcf"
     with pysam.VariantFile(str(path), "w", header=header) as out:
-        out.write(out.new_record(contig="17", start=20, alleles=(ref_seq[20].lower(), "N")))
-    (v,) = iter_variants(path, ref_path)
-    assert v.ref_ok and isinstance(v, Variant)
+        out.write(out.new_record(contig="17", start=20,
+                                 alleles=(ref_seq[20].lower(), _other(ref_seq[20]).lower())))
+        out.write(out.new_record(contig="17", start=30, alleles=(ref_seq[30], "N")))
+        out.write(out.new_record(contig="17", start=40, alleles=(ref_seq[40], "Y", _other(ref_seq[40]))))
+    stats = VariantStats()
+    v, a = iter_variants(path, ref_path, stats=stats)
+    assert v.ref_ok and isinstance(v, Variant) and v.pos == 20
+    assert (a.pos, a.alt, a.allele_index) == (40, _other(ref_seq[40]), 2)  # N and the IUPAC Y are not scored
+    assert stats.ambiguous == 2 and stats.variants == 2
 
 
 def test_vcf_info(vcf_path):
