@@ -155,14 +155,15 @@ def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
         if lengths:
             lengths = {aliases.get(c, c): n for c, n in lengths.items()}
         _check_contigs(calls, true, str(pred_path))
-        crossing = [g for g in calls if lengths and across_origin(g, lengths)]
-        calls = [g for g in calls if not (lengths and across_origin(g, lengths))]
+        ring = [bool(lengths) and across_origin(g, lengths) for g in calls]
+        crossing = sum(ring)
+        calls = [g for g, r in zip(calls, ring) if not r]
         label = method or pred_path.name
         m, rows = _score(label, calls, true, truth_path, lengths)
         notes = [(f"{len(calls)} predicted genes from {pred_path.name}; {len(true)} true genes "
                   f"in {truth_path.name}.")]
         if crossing:
-            notes.append(f"{len(crossing)} predicted gene(s) across a contig's origin left out, "
+            notes.append(f"{crossing} predicted gene(s) across a contig's origin left out, "
                          "as the truth leaves out joined CDS.")
         if not lengths:
             notes.append("Per-base scores skipped: contig lengths unknown (give --fasta).")

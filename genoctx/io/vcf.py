@@ -80,11 +80,11 @@ def _is_symbolic(alt: str) -> bool:
     return alt == "*" or alt.startswith("<") or "[" in alt or "]" in alt or alt == "."
 
 
+_ACGT = frozenset("ACGT")
+
+
 def _is_ambiguous(alt: str) -> bool:
     return not set(alt.upper()) <= _ACGT
-
-
-_ACGT = frozenset("ACGT")
 
 
 def _open_variants(path: str | Path) -> pysam.VariantFile:
