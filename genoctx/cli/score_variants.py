@@ -24,6 +24,7 @@ is bgzipped and tabix-indexed.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import sys
 import tempfile
@@ -178,7 +179,8 @@ def _supervised_score(head, fa, variant, context: int) -> float:
 def _rereadable(vcf: Path):
     """``vcf`` as a file that htslib can read twice (the run reads it twice: a count, then the
     records): a pipe (``/dev/stdin``) is copied to a temporary file first, and plain gzip
-    (which htslib reads but cannot rewind, unlike bgzip) is decompressed into one."""
+    (which htslib reads but cannot rewind, unlike bgzip) is decompressed into one; a VCF with
+    empty lines (hand-edited; htslib stops at the first) is copied without them."""
     import gzip
 
     from genoctx.io.fasta import sniff_format
@@ -189,7 +191,8 @@ def _rereadable(vcf: Path):
             with open(vcf, "rb") as src, open(copy, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             vcf = copy
-        compression = sniff_format(vcf)[1] if vcf.is_file() and vcf.stat().st_size else None
+        fmt, compression = (sniff_format(vcf) if vcf.is_file() and vcf.stat().st_size
+                            else (None, None))
         if compression == "gzip":
             plain = Path(tmpdir) / "input.vcf"
             try:
@@ -199,21 +202,43 @@ def _rereadable(vcf: Path):
                 raise InputError(f"{vcf}: cannot decompress ({exc})") from None
             vcf = plain
             compression = "none"
-        if compression == "none" and _blank_tail(vcf):  # htslib stops at an empty line
-            kept = Path(tmpdir) / "input.trimmed.vcf"
-            with open(vcf, "rb") as src, open(kept, "wb") as dst:
+        if fmt == "vcf" and compression in ("none", "bgzf") and _has_blank_line(vcf, compression):
+            kept = Path(tmpdir) / "input.trimmed.vcf"  # htslib stops at an empty line
+            with _open_text(vcf, compression) as src, open(kept, "wb") as dst:
                 dst.writelines(ln for ln in src if ln.strip())
             vcf = kept
         yield vcf
 
 
-def _blank_tail(path: Path) -> bool:
-    """Whether a plain file ends with an empty (or all-blank) line after its last one."""
-    with open(path, "rb") as fh:
-        fh.seek(max(0, fh.seek(0, 2) - 256))
-        tail = fh.read()
-    body = tail[:-1] if tail.endswith(b"\n") else tail  # the last line, its line end dropped
-    return b"\n" in tail and not body.rsplit(b"\n", 1)[-1].strip()
+_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*$")
+
+
+def _open_text(path: Path, compression: str):
+    import gzip
+
+    return gzip.open(path, "rb") if compression == "bgzf" else open(path, "rb")
+
+
+def _has_blank_line(path: Path, compression: str, piece_size: int = 1 << 20) -> bool:
+    """Whether a plain or bgzipped VCF holds an empty (or all-blank) line anywhere (a
+    hand-edited file); read in 1-MiB pieces, so memory does not grow with the file."""
+    import zlib
+
+    carry = b""
+    try:
+        with _open_text(path, compression) as fh:
+            while piece := fh.read(piece_size):
+                data = carry + piece
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    carry = data
+                    continue
+                if _BLANK_LINE.search(data, 0, cut):  # the whole lines of this piece
+                    return True
+                carry = data[cut + 1:]
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: cannot decompress ({exc})") from None
+    return bool(carry) and not carry.strip()  # a last line of only blanks, without its end
 
 
 @contextlib.contextmanager

@@ -302,6 +302,15 @@ def test_gzip_and_piped_vcfs_are_read(cli, tmp_path, human_vcf, human_ref, model
     blank = tmp_path / "blank.vcf"  # a hand-edited file ending in empty lines (htslib stops)
     blank.write_bytes(human_vcf.read_bytes() + b"\n  \n\n")
     assert run(blank) == want
+    lines = human_vcf.read_bytes().split(b"\n")
+    body = lines.index(next(ln for ln in lines if not ln.startswith(b"#")))
+    inner = tmp_path / "inner.vcf"  # empty lines between records and after the header
+    inner.write_bytes(b"\n".join(lines[:body] + [b""] + lines[body:body + 2] + [b" \t", b""]
+                                 + lines[body + 2:]) + b"   ")
+    assert run(inner) == want
+    bgz = tmp_path / "inner.vcf.gz"
+    pysam.tabix_compress(str(inner), str(bgz))
+    assert run(bgz) == want
     gz = tmp_path / "in.vcf.gz"
     gz.write_bytes(gzip.compress(human_vcf.read_bytes()))
     assert run(gz) == want
@@ -312,6 +321,23 @@ def test_gzip_and_piped_vcfs_are_read(cli, tmp_path, human_vcf, human_ref, model
         assert run(f"/dev/fd/{read}") == want
     finally:
         os.close(read)
+
+
+def test_blank_line_scan_across_pieces(tmp_path):
+    """The blank-line scan agrees with a line-by-line check wherever the 1-MiB pieces cut."""
+    from genoctx.cli.score_variants import _has_blank_line
+
+    rng = np.random.default_rng(0)
+    parts = [b"a\tb", b"", b" ", b"\t\r", b"xy", b"c\r"]
+    for trial in range(300):
+        text = b"\n".join(parts[i] for i in rng.integers(0, len(parts), rng.integers(1, 8)))
+        text += b"\n" if rng.random() < 0.5 else b""
+        body = text[:-1] if text.endswith(b"\n") else text
+        want = bool(text) and any(not ln.strip() for ln in body.split(b"\n"))
+        f = tmp_path / f"t{trial}.vcf"
+        f.write_bytes(text)
+        for size in (1, 2, 3, 7, 1 << 20):
+            assert _has_blank_line(f, "none", piece_size=size) == want, (text, size)
 
 
 def test_ref_check_reads_ref_not_info_end_and_pos_zero_is_filtered(cli, tmp_path, human_ref,
