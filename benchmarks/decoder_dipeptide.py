@@ -39,13 +39,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 import numpy as np
 from decoder_dev import GENOMES
-from decoder_orf_classifier import _Fixed, decoded_train_genomes
+from decoder_orf_classifier import decoded_train_genomes, held_out_use
 from scipy import sparse
 
-from genoctx.eval.metrics import gene_metrics
 from genoctx.heads import decoder as dec
 from genoctx.heads.decoder_fit import species_key, species_weights
-from genoctx.heads.orf_scorer import SKIP_MARGIN, _codon_table, fit_scorer
+from genoctx.heads.orf_scorer import _codon_table
 from genoctx.heads.orfs import strand_groups
 
 A = 21  # 20 amino acids, then "other" (a codon with N)
@@ -115,7 +114,6 @@ def _rows(genome: tuple, variant: str, tables: dict) -> np.ndarray:
 
 
 def main(argv=None) -> None:
-    from sklearn.metrics import roc_auc_score
 
     held = (sys.argv[1:] if argv is None else argv) or list(GENOMES)
     data, held = decoded_train_genomes(held)
@@ -126,19 +124,12 @@ def main(argv=None) -> None:
     for name in held:
         others = [n for n in data if species_key(n) != species_key(name)]
         tables = pair_tables(data, others, weights)
-        x, y, d, genes, _ = data[name]
+        _, y, d, genes, _ = data[name]
         out = []
         for variant in VARIANTS:
-            scorer = fit_scorer([(_rows(data[n], variant, tables), data[n][1], weights[n])
-                                 for n in others])
-            z = scorer.trees.decision_function(_rows(data[name], variant, tables))
-            a, b = scorer.platt
-            adj = scorer.weight * np.clip(z - (a * x[:, 0] + b), -scorer.clip, scorer.clip)
-            adj[x[:, 0] <= -(scorer.weight * scorer.clip + SKIP_MARGIN)] = 0.0  # as shipped
-            d.set_orf_adjust(_Fixed(adj))
-            m = gene_metrics(d.calls(d.decode()), genes).as_dict()
-            d.orf_adjust = None
-            out.append([m[c] for c in COLS] + [roc_auc_score(y, z)])
+            out.append(held_out_use([(_rows(data[n], variant, tables), data[n][1], weights[n])
+                                     for n in others],
+                                    _rows(data[name], variant, tables), y, d, genes))
         sums += np.array(out)
         print(name + "\t" + "\t".join(f"{v:.4f}" for r in out for v in r), flush=True)
     print("MEAN\t" + "\t".join(f"{v:.4f}" for v in (sums / len(held)).ravel()))

@@ -100,6 +100,28 @@ def decoded_train_genomes(held: list[str]) -> tuple[dict, list[str]]:
     return data, held
 
 
+def held_out_use(rows: list[tuple[np.ndarray, np.ndarray, float]], x_held: np.ndarray,
+                 y_held: np.ndarray, d: dec.GenomeDecoder, truth) -> list[float]:
+    """Fit the scorer on ``rows`` ((features, labels, weight) of the other species), decode the
+    held-out genome ``d`` with the shipped use of its term (3 × the bounded residual; ORFs too
+    far below zero left alone) and return its sensitivity, precision, F1 and the ORF-level
+    AUC of the trees on ``x_held`` (features of ``d``'s rows in ``rows``' layout)."""
+    from sklearn.metrics import roc_auc_score
+
+    from genoctx.heads.orf_scorer import SKIP_MARGIN
+
+    scorer = fit_scorer(rows)
+    z = scorer.trees.decision_function(x_held)
+    a, b = scorer.platt
+    logit = x_held[:, 0]
+    adj = scorer.weight * np.clip(z - (a * logit + b), -scorer.clip, scorer.clip)
+    adj[logit <= -(scorer.weight * scorer.clip + SKIP_MARGIN)] = 0.0  # as shipped
+    d.set_orf_adjust(_Fixed(adj))
+    m = gene_metrics(d.calls(d.decode()), truth).as_dict()
+    d.orf_adjust = None
+    return [m[c] for c in COLS] + [roc_auc_score(y_held, z)]
+
+
 def main(argv=None) -> None:
     from sklearn.metrics import roc_auc_score
 
