@@ -32,6 +32,11 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
 * ``noprior=1`` — without the universal start prior (its control);
 * ``ext=X`` — add X nats per codon to every candidate's coding part (favours longer starts
   and longer genes);
+* ``rbs=fixed`` — each start's RBS class chosen as Prodigal does: the best exact
+  Shine–Dalgarno piece and the best one-mismatch piece by a fixed rank (longer first; spacer
+  5–10, then 11–12, 3–4, 13–15 bp), then the higher-weighted of those two and "no motif"
+  (shipped: the highest-weighted of every class present, which lets a class whose weight fell
+  below another present class drop out for good);
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -189,6 +194,26 @@ def main(argv=None) -> None:
         base_part, per_codon = dec.coding_part, float(opts["ext"])
         dec.coding_part = lambda cand, coding, gc, table=11: (
             base_part(cand, coding, gc, table) + per_codon * (cand.end - cand.start) / 3.0)
+    if opts.get("rbs") == "fixed":
+        from genoctx.heads import start_model as sm
+
+        shipped = sm.rbs_classes
+
+        def fixed_rank(pres_NR, starts, weights):
+            pres = pres_NR.copy()
+            for kinds in ([k for k, (_, mm) in enumerate(sm.MOTIF_KINDS) if mm == 0],
+                          [k for k, (_, mm) in enumerate(sm.MOTIF_KINDS) if mm == 1]):
+                cols = [1 + k * len(sm.SPACER_BINS) + b
+                        for k in sorted(kinds, key=lambda k: -sm.MOTIF_KINDS[k][0])
+                        for b in (1, 2, 0, 3)]  # spacer 5-10, 11-12, 3-4, 13-15
+                sub = pres[:, cols]
+                first = np.where(sub.any(1), np.argmax(sub, 1), -1)
+                keep = np.zeros_like(sub)
+                keep[np.flatnonzero(first >= 0), first[first >= 0]] = True
+                pres[:, cols] = keep
+            return shipped(pres, starts, weights)
+
+        sm.rbs_classes = dec.rbs_classes = fixed_rank
     if opts.get("scorer") == "0":
         params = dataclasses.replace(params, orf_scorer=False)
     if "share" in opts:
