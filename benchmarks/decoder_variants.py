@@ -37,6 +37,9 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
   5–10, then 11–12, 3–4, 13–15 bp), then the higher-weighted of those two and "no motif"
   (shipped: the highest-weighted of every class present, which lets a class whose weight fell
   below another present class drop out for good);
+* ``ups=gc`` — upstream composition scored against the genome's G+C (Prodigal's
+  background: A and T each (1 − G+C) / 2, C and G each G+C / 2) instead of against the bases
+  upstream of every candidate start;
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -134,8 +137,12 @@ class VariantDecoder(dec.GenomeDecoder):
         return self._decode(per_strand, dec.LINK_WEIGHT)
 
     start_thresh: float | None = None
+    genome_gc: float | None = None
+    fit_starts_gc = False
 
     def fit_starts(self, chosen):
+        if self.fit_starts_gc:
+            VariantDecoder.genome_gc = self.gc
         if self.start_thresh is not None:
             chosen = [c[self.coding_part(si)[c] >= self.start_thresh]
                       for si, c in enumerate(chosen)]
@@ -214,6 +221,21 @@ def main(argv=None) -> None:
             return shipped(pres, starts, weights)
 
         sm.rbs_classes = dec.rbs_classes = fixed_rank
+    if opts.get("ups") == "gc":
+        from genoctx.heads import start_model as sm
+
+        shipped_fit = sm.fit_start_model
+
+        def gc_background(counts, prior, strength):
+            if counts is not None and VariantDecoder.genome_gc is not None:
+                gc = VariantDecoder.genome_gc
+                share = np.array([(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2, 0.0])
+                counts = dataclasses.replace(
+                    counts, pwm_all=counts.pwm_all[:, :4].sum(1, keepdims=True) * share)
+            return shipped_fit(counts, prior, strength)
+
+        sm.fit_start_model = gc_background
+        VariantDecoder.fit_starts_gc = True
     if opts.get("scorer") == "0":
         params = dataclasses.replace(params, orf_scorer=False)
     if "share" in opts:
