@@ -40,6 +40,11 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
 * ``ups=gc`` — upstream composition scored against the genome's G+C (Prodigal's
   background: A and T each (1 − G+C) / 2, C and G each G+C / 2) instead of against the bases
   upstream of every candidate start;
+* ``types=prodigal`` — the start-codon weights (ATG, GTG, TTG) that Prodigal (pyrodigal)
+  trains on the genome instead of the decoder's own: a diagnostic, never shipped;
+* ``mm=inner`` — one-mismatch Shine–Dalgarno pieces only with the mismatch away from both
+  ends by two bases (Prodigal's rule: the middle base of a 5-mer, the two middle bases of a
+  6-mer; shipped: any base but the first and last);
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -140,9 +145,15 @@ class VariantDecoder(dec.GenomeDecoder):
     genome_gc: float | None = None
     fit_starts_gc = False
 
+    fixed_types: np.ndarray | None = None
+
     def fit_starts(self, chosen):
         if self.fit_starts_gc:
             VariantDecoder.genome_gc = self.gc
+        if self.fixed_types is not None:
+            super().fit_starts(chosen)
+            self.start_model.type_llr[:3] = self.fixed_types
+            return
         if self.start_thresh is not None:
             chosen = [c[self.coding_part(si)[c] >= self.start_thresh]
                       for si, c in enumerate(chosen)]
@@ -236,6 +247,19 @@ def main(argv=None) -> None:
 
         sm.fit_start_model = gc_background
         VariantDecoder.fit_starts_gc = True
+    if opts.get("mm") == "inner":
+        from genoctx.heads import start_model as sm
+
+        for k, (length, mism) in enumerate(sm.MOTIF_KINDS):
+            if mism:
+                table = np.zeros(4 ** length, dtype=bool)
+                for i in range(len(sm.SD) - length + 1):
+                    core = [sm._BASE[c] for c in sm.SD[i:i + length]]
+                    for p in range(2, length - 2):
+                        for b in set(range(4)) - {core[p]}:
+                            v = core[:p] + [b] + core[p + 1:]
+                            table[sum(x * 4 ** (length - 1 - t) for t, x in enumerate(v))] = True
+                sm._MOTIF_TABLES[k] = table
     if opts.get("scorer") == "0":
         params = dataclasses.replace(params, orf_scorer=False)
     if "share" in opts:
@@ -264,6 +288,12 @@ def main(argv=None) -> None:
             info = pyrodigal.GeneFinder(closed=False).train(*[s for _, s in records])
             table = np.asarray(info.coding_statistics)
             VariantDecoder.fixed_pairs = table[ours_to_prodigal_index()]
+        VariantDecoder.fixed_types = None
+        if opts.get("types") == "prodigal":
+            import pyrodigal
+
+            info = pyrodigal.GeneFinder(closed=False).train(*[s for _, s in records])
+            VariantDecoder.fixed_types = np.asarray(info.type_weights)
         t0 = time.process_time()
         d = VariantDecoder(records, None, params)
         calls = d.calls(d.train())
