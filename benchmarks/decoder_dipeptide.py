@@ -52,20 +52,41 @@ VARIANTS = ("base", "cond", "joint", "cond+joint")
 COLS = ("sensitivity", "precision", "f1")
 
 
-def pair_counts(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.ndarray,
-                table: int = 11) -> sparse.csr_matrix:
-    """Counts of consecutive residue pairs of codons ``j+1 .. k-1`` of each ORF, [N, A·A]
-    (``x``, ``frame``, ``j``, ``k`` as for :func:`genoctx.heads.orf_scorer.translation_features`)."""
+def frame_residues(x: np.ndarray, frame: np.ndarray, table: int = 11):
+    """Per reading frame f of the strand ``x``: (f, the residue code of every codon of the
+    frame (0..19, A − 1 = 20 for a codon with N), the ORFs ``m`` read in it); frames without
+    ORFs are skipped (``frame`` as for :func:`genoctx.heads.orf_scorer.translation_features`)."""
     codon_aa = _codon_table(table)
     xi = x.astype(np.int64)
-    rows, cols = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for f in range(3):
         n = (len(x) - f) // 3
         m = np.flatnonzero(frame == f)
         if n <= 0 or not len(m):
             continue
-        aa = np.minimum(codon_aa[25 * xi[f:f + 3 * n:3] + 5 * xi[f + 1:f + 3 * n:3][:n]
-                                 + xi[f + 2:f + 3 * n:3][:n]], A - 1)
+        yield f, np.minimum(codon_aa[25 * xi[f:f + 3 * n:3] + 5 * xi[f + 1:f + 3 * n:3][:n]
+                                     + xi[f + 2:f + 3 * n:3][:n]], A - 1), m
+
+
+def row_groups(d: dec.GenomeDecoder):
+    """The rows of :func:`genoctx.heads.orf_scorer.decoder_rows`, in its order, a run of
+    strands at a time: (the run's bases, frame, first codon j and stop codon k of each row)."""
+    al = d.all_strands()
+    best, _, _ = d.orf_table_all()
+    c = al.cand
+    for g in strand_groups([s.length for s in d.strands]):
+        lo, hi = al.origin[g.start], al.origin[g.stop]
+        b = best[(best >= al.off[g.start]) & (best < al.off[g.stop])]
+        shift = al.codon_shift[b] - lo // 3
+        yield al.x[lo:hi], c.frame[b], c.j[b] + shift, c.k[b] + shift
+
+
+def pair_counts(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.ndarray,
+                table: int = 11) -> sparse.csr_matrix:
+    """Counts of consecutive residue pairs of codons ``j+1 .. k-1`` of each ORF, [N, A·A]
+    (``x``, ``frame``, ``j``, ``k`` as for :func:`genoctx.heads.orf_scorer.translation_features`)."""
+    rows, cols = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for _, aa, m in frame_residues(x, frame, table):
+        n = len(aa)
         lo = np.minimum(j[m] + 1, n)
         hi = np.clip(k[m], lo, n)
         size = np.maximum(hi - lo - 1, 0)  # pairs of each ORF
@@ -78,16 +99,8 @@ def pair_counts(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.ndarray,
 
 def decoder_pairs(d: dec.GenomeDecoder) -> sparse.csr_matrix:
     """:func:`pair_counts` of every row of :func:`decoder_rows` (same order)."""
-    al = d.all_strands()
-    best, _, _ = d.orf_table_all()
-    c, out = al.cand, []
-    for g in strand_groups([s.length for s in d.strands]):
-        lo, hi = al.origin[g.start], al.origin[g.stop]
-        b = best[(best >= al.off[g.start]) & (best < al.off[g.stop])]
-        shift = al.codon_shift[b] - lo // 3
-        out.append(pair_counts(al.x[lo:hi], c.frame[b], c.j[b] + shift, c.k[b] + shift,
-                               d.params.translation_table))
-    return sparse.vstack(out).tocsr()
+    return sparse.vstack([pair_counts(x, frame, j, k, d.params.translation_table)
+                          for x, frame, j, k in row_groups(d)]).tocsr()
 
 
 def pair_tables(data: dict, names: list[str], weights: dict) -> dict[str, np.ndarray]:

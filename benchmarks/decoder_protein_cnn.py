@@ -43,13 +43,12 @@ import time
 import numpy as np
 import torch
 from decoder_dev import GENOMES
+from decoder_dipeptide import frame_residues, row_groups
 from decoder_orf_classifier import decoded_train_genomes, held_out_use
 from torch import nn
 
 from genoctx.heads import decoder as dec
 from genoctx.heads.decoder_fit import species_key, species_weights
-from genoctx.heads.orf_scorer import _codon_table
-from genoctx.heads.orfs import strand_groups
 
 MAX_RESIDUES = 256
 PAD = 21  # residue codes 0..19, 20 "other" (a codon with N), 21 padding
@@ -63,29 +62,15 @@ TOKENS_PER_BATCH = 32768
 def translations(d: dec.GenomeDecoder) -> list[np.ndarray]:
     """The residues (codons after the start codon, before the stop; at most MAX_RESIDUES) of
     every row of ``decoder_rows(d)``, in its order."""
-    al = d.all_strands()
-    best, _, _ = d.orf_table_all()
-    c, out = al.cand, []
-    codon_aa = _codon_table(d.params.translation_table)
-    for g in strand_groups([s.length for s in d.strands]):
-        lo, hi = al.origin[g.start], al.origin[g.stop]
-        b = best[(best >= al.off[g.start]) & (best < al.off[g.stop])]
-        shift = al.codon_shift[b] - lo // 3
-        x = al.x[lo:hi].astype(np.int64)
-        frame, j, k = c.frame[b], c.j[b] + shift, c.k[b] + shift
-        rows = [None] * len(b)
-        for f in range(3):
-            n = (len(x) - f) // 3
-            m = np.flatnonzero(frame == f)
-            if n <= 0 or not len(m):
-                continue
-            aa = np.minimum(codon_aa[25 * x[f:f + 3 * n:3] + 5 * x[f + 1:f + 3 * n:3][:n]
-                                     + x[f + 2:f + 3 * n:3][:n]], 20).astype(np.int8)
-            first = np.minimum(j[m] + 1, n)
-            last = np.minimum(np.clip(k[m], first, n), first + MAX_RESIDUES)
+    out = []
+    for x, frame, j, k in row_groups(d):
+        rows = [np.zeros(0, np.int8)] * len(frame)
+        for _, aa, m in frame_residues(x, frame, d.params.translation_table):
+            first = np.minimum(j[m] + 1, len(aa))
+            last = np.minimum(np.clip(k[m], first, len(aa)), first + MAX_RESIDUES)
             for r, a, z in zip(m.tolist(), first.tolist(), last.tolist()):
-                rows[r] = aa[a:z]
-        out += [r if r is not None else np.zeros(0, np.int8) for r in rows]
+                rows[r] = aa[a:z].astype(np.int8)
+        out += rows
     return out
 
 
