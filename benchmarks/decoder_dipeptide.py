@@ -53,9 +53,9 @@ COLS = ("sensitivity", "precision", "f1")
 
 
 def frame_residues(x: np.ndarray, frame: np.ndarray, table: int = 11):
-    """Per reading frame f of the strand ``x``: (f, the residue code of every codon of the
-    frame (0..19, A − 1 = 20 for a codon with N), the ORFs ``m`` read in it); frames without
-    ORFs are skipped (``frame`` as for :func:`genoctx.heads.orf_scorer.translation_features`)."""
+    """Per reading frame of the strand ``x``: (the residue code of every codon of the frame
+    (0..19, A − 1 = 20 for a codon with N), the ORFs ``m`` read in it); frames without ORFs
+    are skipped (``frame`` as for :func:`genoctx.heads.orf_scorer.translation_features`)."""
     codon_aa = _codon_table(table)
     xi = x.astype(np.int64)
     for f in range(3):
@@ -63,7 +63,7 @@ def frame_residues(x: np.ndarray, frame: np.ndarray, table: int = 11):
         m = np.flatnonzero(frame == f)
         if n <= 0 or not len(m):
             continue
-        yield f, np.minimum(codon_aa[25 * xi[f:f + 3 * n:3] + 5 * xi[f + 1:f + 3 * n:3][:n]
+        yield np.minimum(codon_aa[25 * xi[f:f + 3 * n:3] + 5 * xi[f + 1:f + 3 * n:3][:n]
                                      + xi[f + 2:f + 3 * n:3][:n]], A - 1), m
 
 
@@ -85,7 +85,7 @@ def pair_counts(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.ndarray,
     """Counts of consecutive residue pairs of codons ``j+1 .. k-1`` of each ORF, [N, A·A]
     (``x``, ``frame``, ``j``, ``k`` as for :func:`genoctx.heads.orf_scorer.translation_features`)."""
     rows, cols = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for _, aa, m in frame_residues(x, frame, table):
+    for aa, m in frame_residues(x, frame, table):
         n = len(aa)
         lo = np.minimum(j[m] + 1, n)
         hi = np.clip(k[m], lo, n)
@@ -127,7 +127,6 @@ def _rows(genome: tuple, variant: str, tables: dict) -> np.ndarray:
 
 
 def main(argv=None) -> None:
-
     held = (sys.argv[1:] if argv is None else argv) or list(GENOMES)
     data, held = decoded_train_genomes(held)
     data = {n: (x, y, d, genes, decoder_pairs(d)) for n, (x, y, d, _, genes) in data.items()}

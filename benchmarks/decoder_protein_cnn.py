@@ -21,8 +21,8 @@ Prints gene-level sensitivity / precision / F1 and the ORF-level AUC of the tree
 their mean, and the CNN's own AUC per fold. Only train-role genomes are read. About 25 minutes
 on 2 cores.
 
-Run: ``python benchmarks/decoder_protein_cnn.py [--epochs N] [--width C] [GENOME ...]`` (held-out genomes;
-default: the five of decoder_dev.py).
+Run: ``python benchmarks/decoder_protein_cnn.py [--epochs N] [--width C] [GENOME ...]``
+(held-out genomes; default: the five of decoder_dev.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from decoder_dev import GENOMES
 from decoder_dipeptide import frame_residues, row_groups
-from decoder_orf_classifier import decoded_train_genomes, held_out_use
+from decoder_orf_classifier import COLS, decoded_train_genomes, held_out_use
 from torch import nn
 
 from genoctx.heads import decoder as dec
@@ -55,7 +55,6 @@ PAD = 21  # residue codes 0..19, 20 "other" (a codon with N), 21 padding
 FOLDS = (("escherichia_coli", "shigella_flexneri", "chlamydia_trachomatis"),
          ("yersinia_pestis", "streptococcus_pyogenes"),
          ("neisseria_meningitidis", "paracoccus_sp."))
-COLS = ("sensitivity", "precision", "f1")
 TOKENS_PER_BATCH = 32768
 
 
@@ -65,7 +64,7 @@ def translations(d: dec.GenomeDecoder) -> list[np.ndarray]:
     out = []
     for x, frame, j, k in row_groups(d):
         rows = [np.zeros(0, np.int8)] * len(frame)
-        for _, aa, m in frame_residues(x, frame, d.params.translation_table):
+        for aa, m in frame_residues(x, frame, d.params.translation_table):
             first = np.minimum(j[m] + 1, len(aa))
             last = np.minimum(np.clip(k[m], first, len(aa)), first + MAX_RESIDUES)
             for r, a, z in zip(m.tolist(), first.tolist(), last.tolist()):

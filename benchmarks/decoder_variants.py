@@ -146,22 +146,17 @@ class VariantDecoder(dec.GenomeDecoder):
         return self._decode(per_strand, dec.LINK_WEIGHT)
 
     start_thresh: float | None = None
-    genome_gc: float | None = None
-    fit_starts_gc = False
-
+    genome_gc: float | None = None  # read by the ``ups=gc`` start-model fit
     fixed_types: np.ndarray | None = None
 
     def fit_starts(self, chosen):
-        if self.fit_starts_gc:
-            VariantDecoder.genome_gc = self.gc
-        if self.fixed_types is not None:
-            super().fit_starts(chosen)
-            self.start_model.type_llr[:3] = self.fixed_types
-            return
+        VariantDecoder.genome_gc = self.gc
         if self.start_thresh is not None:
             chosen = [c[self.coding_part(si)[c] >= self.start_thresh]
                       for si, c in enumerate(chosen)]
         super().fit_starts(chosen)
+        if self.fixed_types is not None:
+            self.start_model.type_llr[:3] = self.fixed_types
 
     def fit_coding(self, chosen):
         super().fit_coding(chosen)
@@ -293,20 +288,10 @@ def main(argv=None) -> None:
             return shipped_fit(counts, prior, strength)
 
         sm.fit_start_model = gc_background
-        VariantDecoder.fit_starts_gc = True
     if opts.get("mm") == "inner":
         from genoctx.heads import start_model as sm
 
-        for k, (length, mism) in enumerate(sm.MOTIF_KINDS):
-            if mism:
-                table = np.zeros(4 ** length, dtype=bool)
-                for i in range(len(sm.SD) - length + 1):
-                    core = [sm._BASE[c] for c in sm.SD[i:i + length]]
-                    for p in range(2, length - 2):
-                        for b in set(range(4)) - {core[p]}:
-                            v = core[:p] + [b] + core[p + 1:]
-                            table[sum(x * 4 ** (length - 1 - t) for t, x in enumerate(v))] = True
-                sm._MOTIF_TABLES[k] = table
+        sm._MOTIF_TABLES[:] = sm._motif_tables(edge=2)  # motif_hits reads the list in place
     if opts.get("scorer") == "0":
         params = dataclasses.replace(params, orf_scorer=False)
     if "share" in opts:
@@ -328,19 +313,16 @@ def main(argv=None) -> None:
             sys.exit(f"{name} is not a train genome; ablate on train genomes only")
         records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
         truth = read_genes(root / rel)
-        VariantDecoder.fixed_pairs = None
-        if opts.get("table") == "prodigal":
+        VariantDecoder.fixed_pairs = VariantDecoder.fixed_types = None
+        if "prodigal" in (opts.get("table"), opts.get("types")):
             import pyrodigal
 
             info = pyrodigal.GeneFinder(closed=False).train(*[s for _, s in records])
-            table = np.asarray(info.coding_statistics)
-            VariantDecoder.fixed_pairs = table[ours_to_prodigal_index()]
-        VariantDecoder.fixed_types = None
-        if opts.get("types") == "prodigal":
-            import pyrodigal
-
-            info = pyrodigal.GeneFinder(closed=False).train(*[s for _, s in records])
-            VariantDecoder.fixed_types = np.asarray(info.type_weights)
+            if opts.get("table") == "prodigal":
+                table = np.asarray(info.coding_statistics)
+                VariantDecoder.fixed_pairs = table[ours_to_prodigal_index()]
+            if opts.get("types") == "prodigal":
+                VariantDecoder.fixed_types = np.asarray(info.type_weights)
         t0 = time.process_time()
         d = VariantDecoder(records, None, params)
         chosen = d.train()

@@ -40,16 +40,17 @@ ROWS = 1 << 16  # starts scored per block (memory)
 _BASE = {"A": 0, "C": 1, "G": 2, "T": 3}
 
 
-def _motif_tables() -> list[np.ndarray]:
+def _motif_tables(edge: int = 1) -> list[np.ndarray]:
     """Per motif kind, a lookup over every k-mer code (base-4, first base most significant)
-    that says whether it is a motif of that kind, [4**length] each."""
+    that says whether it is a motif of that kind, [4**length] each; a one-mismatch motif's
+    mismatch lies at least ``edge`` bases in from either end."""
     out = []
     for length, mism in MOTIF_KINDS:
         table = np.zeros(4 ** length, dtype=bool)
         for i in range(len(SD) - length + 1):
             core = [_BASE[c] for c in SD[i:i + length]]
             variants = [core] if mism == 0 else [
-                core[:p] + [b] + core[p + 1:] for p in range(1, length - 1) for b in range(4)
+                core[:p] + [b] + core[p + 1:] for p in range(edge, length - edge) for b in range(4)
                 if b != core[p]]
             for v in variants:
                 table[sum(b * 4 ** (length - 1 - t) for t, b in enumerate(v))] = True
