@@ -7,7 +7,9 @@ This model adds what the sequence says: the periodic fifth-order Markov chain of
 sequence against both strands of the chunks), fitted on every complete CDS of the train-role
 eukaryote chunks (A. thaliana and D. melanogaster). The decoder adds ``coding_weight`` × its
 per-base log-odds (:func:`genoctx.heads.spliced_decoder.coding_tracks`) to the six CDS
-channels' emissions.
+channels' emissions. By default the decoder then self-trains it on the input
+(:func:`fit_on_calls`: refit on the CDS of a first decode, blended with this prior, and a
+second decode).
 
 It ships as ``genoctx/weights/eukaryote_coding.safetensors`` (sha256-checked) with
 ``eukaryote_coding.json`` (command, data files and their sha256). Refit with
@@ -53,6 +55,46 @@ def complete_cds(records: list[tuple[str, bytes]], features: dict) -> list[np.nd
                 continue
             out.append(cds if f.strand > 0 else np.where(cds < 4, 3 - cds, 4)[::-1])
     return out
+
+
+def _strand_counts(x: np.ndarray) -> np.ndarray:
+    """Hexamer counts of both strands of one record's base codes, [K]."""
+    counts = np.zeros(cm.NUM_KMERS, dtype=np.int64)
+    for strand in (x, np.where(x < 4, 3 - x, 4)[::-1]):
+        counts += cm.background_counts(*cm.kmer_index(strand))
+    return counts
+
+
+def fit_on_calls(codes: dict[str, np.ndarray], genes, prior: cm.CodingModel, weight: float,
+                 half: float = 50_000.0) -> tuple[cm.CodingModel, float]:
+    """The coding model of the input itself, from the genes decoded on it (self-training, as
+    GeneMark-ES does), blended with ``prior``.
+
+    ``codes``: contig → base codes of every input record (the background: both strands of
+    all of them); ``genes``: decoded :class:`~genoctx.heads.spliced_decoder.SplicedGene` s,
+    whose CDS are spliced and read along their strand. The log-odds are
+    ``(1 - w) · prior + w · own`` with ``w = weight · n / (n + half)`` for ``n`` CDS bases
+    learned from, so that a few genes barely move the prior. Returns the model and ``w``."""
+    coding = np.zeros((3, cm.NUM_KMERS), dtype=np.int64)
+    n = 0
+    for g in genes:
+        x = codes.get(g.contig)
+        if x is None:
+            continue
+        cds = np.concatenate([x[s:e] for s, e in g.cds])
+        if g.strand < 0:
+            cds = np.where(cds < 4, 3 - cds, 4)[::-1]
+        if len(cds) % 3 or len(cds) < 6:
+            continue
+        kidx, valid = cm.kmer_index(cds)
+        coding += cm.coding_counts(kidx, valid, np.array([0]), np.array([len(cds)]))
+        n += len(cds)
+    w = weight * n / (n + half) if n else 0.0
+    if not w:
+        return prior, 0.0
+    background = sum(_strand_counts(x) for x in codes.values())
+    own = cm.fit_coding_model(coding, background)
+    return cm.CodingModel(((1 - w) * prior.llr_QK + w * own.llr_QK).astype(np.float32)), w
 
 
 BACKGROUNDS = ("all", "noncoding")

@@ -109,3 +109,83 @@ def test_noncoding_background_counts_only_bases_outside_cds(monkeypatch):
     assert outside.sum() == 2 * ((200 - 5) + (600 - 200 - len(cds) - 5))
     with pytest.raises(ValueError, match="background"):
         ec.fit([([("r", seq.encode())], feats)], background="intergenic")
+
+
+def _toy_genes():
+    """A random record with two spliced genes, one per strand (ATG … stop, GT…AG introns)."""
+    rng = np.random.default_rng(1)
+
+    def codons(n):
+        return "".join(rng.choice(["GCT", "AAA", "CTG", "GAA", "TCC", "CGC"], n))
+
+    def exons(parts, intron):
+        return intron.join(parts)
+
+    intron = "GTAAGT" + "".join(rng.choice(list("AT"), 60)) + "TTTCAG"
+    plus = exons(["ATG" + codons(40) + "G", "CT" + codons(30), codons(20) + "TAA"], intron)
+    minus_fwd = exons(["ATG" + codons(25), codons(35) + "TGA"], intron)
+    comp = str.maketrans("ACGT", "TGCA")
+    minus = minus_fwd.translate(comp)[::-1]
+    flank = "".join(rng.choice(list("ACGT"), 300))
+    seq = flank + plus + flank + minus + flank
+    genes = []
+    for start, body, strand in ((300, plus, 1), (300 + len(plus) + 300, minus, -1)):
+        gaps = [i for i in range(len(body)) if body.startswith(intron if strand > 0 else
+                                                                intron.translate(comp)[::-1], i)]
+        parts, a = [], start
+        for g in gaps:
+            parts.append((a, start + g))
+            a = start + g + len(intron)
+        parts.append((a, start + len(body)))
+        genes.append(sd.SplicedGene("r", strand, tuple(parts)))
+    return seq, genes
+
+
+def test_self_fit_matches_a_fit_on_the_same_genes_read_back_from_gff3(tmp_path):
+    # the input's own model from decoded genes (spliced, read along their strand) is the model
+    # eukaryote_coding.fit makes of the same genes written as GFF3 and read back
+    from genoctx.io.annotation import read_features
+    from genoctx.io.writers import write_spliced_gff3
+
+    seq, genes = _toy_genes()
+    write_spliced_gff3(tmp_path / "g.gff3", genes, {"r": len(seq)})
+    feats = read_features(tmp_path / "g.gff3")
+    assert len(ec.complete_cds([("r", seq.encode())], feats)) == 2
+    expected = ec.fit([([("r", seq.encode())], feats)])
+    prior = ec.default_model()
+    own, w = ec.fit_on_calls({"r": encode(seq)}, genes, prior, weight=1.0, half=0.0)
+    assert w == 1.0
+    np.testing.assert_allclose(own.llr_QK, expected.llr_QK, atol=1e-6)
+
+
+def test_self_fit_blends_by_how_much_it_learned_from():
+    seq, genes = _toy_genes()
+    codes, prior = {"r": encode(seq)}, ec.default_model()
+    same, w = ec.fit_on_calls(codes, [], prior, weight=0.5)
+    assert same is prior and w == 0.0
+    n = sum(g.cds_length for g in genes)
+    own, _ = ec.fit_on_calls(codes, genes, prior, weight=1.0, half=0.0)
+    mixed, w = ec.fit_on_calls(codes, genes, prior, weight=0.5, half=1000.0)
+    assert w == pytest.approx(0.5 * n / (n + 1000.0))
+    np.testing.assert_allclose(mixed.llr_QK, (1 - w) * prior.llr_QK + w * own.llr_QK, atol=1e-5)
+
+
+def test_self_training_rounds_and_their_checks(monkeypatch):
+    seq, _ = _toy_genes()
+    flat = np.full((len(seq), NUM_CLASSES), 1 / NUM_CLASSES, dtype=np.float32)
+    fits = []
+    real = ec.fit_on_calls
+    monkeypatch.setattr(ec, "fit_on_calls", lambda *a, **k: fits.append(1) or real(*a, **k))
+    for rounds in (0, 1, 2):
+        fits.clear()
+        genes = sd.decode(seq, flat, params=sd.DecoderParams(head_weight=1.0,
+                                                             self_train_rounds=rounds))
+        assert len(genes) == 2 and len(fits) == rounds  # both genes found: each round refits
+    # no coding model, nothing to self-train
+    fits.clear()
+    sd.decode(seq, flat, params=sd.DecoderParams(coding_weight=0.0, self_train_rounds=2))
+    assert fits == []
+    with pytest.raises(ValueError, match="self_train"):
+        sd.DecoderParams(self_train_rounds=-1)
+    with pytest.raises(ValueError, match="self_train"):
+        sd.DecoderParams(self_train_weight=1.5)
