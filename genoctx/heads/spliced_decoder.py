@@ -34,6 +34,8 @@ state          count   meaning (emission)
                        unsplit (log P(CDS± phase))
 ``E±q``        3 + 3   a coding base at forward codon position q (log P(CDS± phase))
 ``X±1, X±2``   2 + 2   positions 1 and 2 of a codon that an intron split (log P(CDS± phase))
+``T±q, U±1/2`` 5 + 5   with ``min_exon``: copies of E and X for the last exon met (after an
+                       intron, before the exit codon), which may be shorter than the floor
 ``F±k``        6 + 8   first base of an intron (log P(intron±))
 ``I±k``        6 + 8   later intron bases, self loop (log P(intron±))
 =============  ======  =====================================================================
@@ -53,7 +55,12 @@ codons when its last base is read after the acceptor. Transitions (``t-1 → t``
 - ``F(k)`` at ``t0`` → ``I(k)`` at ``t0 + min_intron - 1`` (the bases between are forced intron: the
   minimum length, as a jump in the recursion rather than a chain of states); ``I(k) → I(k)``;
 - ``I(0) → E0``, ``I(1, p) → X1``, ``I(2, p) → X2`` where the intron's last two bases are AG (+) /
-  AC (−) and the split codon so completed is not a stop.
+  AC (−) and the split codon so completed is not a stop. With ``min_exon`` (internal exons at
+  least that long) these become jumps: ``I(k)`` at ``t0 - 1`` → the exon state ``min_exon - 1``
+  bases on, the bases between forced exon in their frame and free of in-frame stops (checked
+  from cumulative counts, as the intron's stretch is scored from cumulative sums); and steps
+  ``I(k) → T0 | U1 | U2``, whose cycle ``T0 → T1 → T2`` only leaves by the exit codon, so a
+  last exon of any length stays possible. An exon reaches a donor only through the jump.
 
 Transition log-probabilities come from geometric lengths (``DecoderParams``: mean intergenic,
 exon and intron lengths; both strands equally likely), so mirrored paths score the same and the
@@ -102,6 +109,12 @@ class DecoderParams:
     """Length priors (geometric, generic for eukaryotes: not fitted to any genome) and floors."""
 
     min_intron: int = 30
+    # internal exons (between two introns) are at least this long; 0: no floor. Without it a
+    # fifth to a third of the decoded internal exons on the train chunks were under 20 bp (under
+    # 1% annotated): two good splice sites paid for them. 40, chosen on the train chunks held out
+    # by species (15, 20, 25, 30, 40, 50): exon F1 0.842 / 0.471 → 0.851 / 0.476, intron F1
+    # 0.562 / 0.401 → 0.589 / 0.416 (A. thaliana / D. melanogaster; docs/results.md)
+    min_exon: int = 40
     # genes with a shorter CDS (stop included) are dropped; 150 rather than 60 on the train
     # chunks (A. thaliana, D. melanogaster): 1,395 / 1,087 calls → 896 / 780 for 466 / 244
     # annotated transcripts, exon F1 +0.016 / +0.008, intron F1 +0.015 / +0.015 (docs/results.md)
@@ -134,6 +147,8 @@ class DecoderParams:
         if self.min_intron < 5:
             raise ValueError(f"min_intron must be at least 5 (two splice signals), got "
                              f"{self.min_intron}")
+        if self.min_exon and self.min_exon < 3:
+            raise ValueError(f"min_exon must be 0 (off) or at least 3, got {self.min_exon}")
         for name in ("mean_intergenic", "mean_exon", "mean_intron"):
             if getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be > 1, got {getattr(self, name)}")
@@ -211,11 +226,14 @@ _SIGNALS = (
 @dataclass
 class _Rule:
     dst: int
-    src: int            # index into the augmented vector [states, delayed F, NEG]
+    src: int            # index into the augmented vector [states, delayed F, NEG, delayed I]
     logp: float
     cond: tuple         # sequence test and its arguments, see _Signals.evaluate
     strand: int = 0
     delayed: bool = False
+    q0: int = -1        # >= 0: a jump over the first min_exon bases after an acceptor, whose
+                        # first base is at forward codon position q0 (E0, X1 or X2) ...
+    fill: tuple = ()    # ... and the states of the stretch before ``dst``
 
 
 class _Machine:
@@ -244,6 +262,11 @@ class _Machine:
                 add(f"E{sg}{q}", _ch_cds(sig.strand, q), "exon", sig.strand)
             for q in (1, 2):
                 add(f"X{sg}{q}", _ch_cds(sig.strand, q), "exon", sig.strand)
+            if p.min_exon:  # the last exon met, after an intron: any length, no donor
+                for q in range(3):
+                    add(f"T{sg}{q}", _ch_cds(sig.strand, q), "exon", sig.strand)
+                for q in (1, 2):
+                    add(f"U{sg}{q}", _ch_cds(sig.strand, q), "exon", sig.strand)
             introns[sig.strand] = [(ph, pre) for ph, pres in sig.prefixes.items() for pre in pres]
             for kind, letter in (("intron", "F"), ("intron", "I")):
                 for ph, pre in introns[sig.strand]:
@@ -259,7 +282,32 @@ class _Machine:
         ig_leave = math.log(1 / p.mean_intergenic) + math.log(0.5)
         ex_stay, ex_leave = math.log1p(-1 / p.mean_exon), math.log(1 / p.mean_exon)
         in_stay, in_leave = math.log1p(-1 / p.mean_intron), math.log(1 / p.mean_intron)
-        m = p.min_intron
+        m, me = p.min_intron, p.min_exon
+        self.min_exon = me
+        self.exon_slot = self.neg_slot + 1  # + state: that state min_exon positions back
+        # the forward successor of each exon state, for the forced stretch after an acceptor
+        nxt = {}
+        for sg in "+-":
+            X1, X2 = idx[f"X{sg}1"], idx[f"X{sg}2"]
+            E = [idx[f"E{sg}{q}"] for q in range(3)]
+            nxt |= {X1: X2, X2: E[0], E[0]: E[1], E[1]: E[2], E[2]: E[0]}
+
+        def acceptor(dst, src, cond, s):
+            """The rules leaving intron state ``src`` into exon state ``dst`` (E0, X1, X2).
+            With a floor on exon length: a jump to the state min_exon - 1 bases on (an exon
+            that may reach a donor), and a step into the last-exon copy of ``dst`` (T0, U1, U2:
+            any length, ends the gene)."""
+            if not me:
+                return [_Rule(dst, src, in_leave, cond, s)]
+            chain = [dst]
+            while len(chain) < me:
+                chain.append(nxt[chain[-1]])
+            last = idx[self.names[dst].replace("E", "T").replace("X", "U")]
+            return [_Rule(last, src, in_leave, cond, s),
+                    _Rule(chain[-1], self.exon_slot + src, in_leave + (me - 1) * ex_stay, cond,
+                          s, q0=0 if self.names[dst][0] == "E" else int(self.names[dst][2]),
+                          fill=tuple(chain[:-1]))]
+
         rules = [_Rule(0, 0, ig_stay, ("always",))]
         for sig in _SIGNALS:
             s, sg = sig.strand, "+" if sig.strand > 0 else "-"
@@ -278,6 +326,17 @@ class _Machine:
                 _Rule(E[2], E[1], ex_stay, ("always",)),
                 _Rule(X2, X1, ex_stay, ("always",)),
             ]
+            if me:
+                T = [idx[f"T{sg}{q}"] for q in range(3)]
+                U1, U2 = idx[f"U{sg}1"], idx[f"U{sg}2"]
+                rules += [
+                    _Rule(0, T[2], ex_leave, ("exit",), s),
+                    _Rule(T[0], T[2], ex_stay, ("nostop",), s),
+                    _Rule(T[0], U2, ex_stay, ("always",)),
+                    _Rule(T[1], T[0], ex_stay, ("always",)),
+                    _Rule(T[2], T[1], ex_stay, ("always",)),
+                    _Rule(U2, U1, ex_stay, ("always",)),
+                ]
             for ph, pre in introns[s]:
                 key = f"{ph}{pre if pre is not None else '*'}"
                 F, In = idx[f"F{sg}{key}"], idx[f"I{sg}{key}"]
@@ -285,12 +344,12 @@ class _Machine:
                     rules += [_Rule(F, E[2], ex_leave, ("donor_nostop",), s),
                               _Rule(F, X2, ex_leave, ("donor",), s),
                               _Rule(F, N[2], ex_leave, ("donor",), s),
-                              _Rule(E[0], In, in_leave, ("acceptor",), s)]
+                              *acceptor(E[0], In, ("acceptor",), s)]
                 else:
                     src = E[0] if ph == 1 else E[1]
                     dst = X1 if ph == 1 else X2
                     rules += [_Rule(F, src, ex_leave, ("donor_prefix", ph, pre), s),
-                              _Rule(dst, In, in_leave, ("acceptor_ok", ph, pre), s)]
+                              *acceptor(dst, In, ("acceptor_ok", ph, pre), s)]
                 rules += [_Rule(In, In, in_stay, ("always",)),
                           _Rule(In, self.S + self.f_states.index(F), (m - 1) * in_stay,
                                 ("always",), s, delayed=True)]
@@ -314,8 +373,13 @@ class _Machine:
         self.gate_of_col = np.full(X, len(self.gates), dtype=np.intp)
         self.logp_of_col = np.full(X, NEG, dtype=np.float32)
         delayed = []
+        # the exon jumps' tests and splice-site scores are read min_exon - 1 bases back
+        # (_block_scores); their column here only carries the log-probability
+        self.jumps = [(col, r) for col, r in self.slot if r.q0 >= 0]
+        self.fill_of = {(col // self.K, col % self.K): r.fill for col, r in self.jumps}
         for col, r in self.slot:
-            self.gate_of_col[col] = gate_index[(r.cond, r.strand)]
+            self.gate_of_col[col] = gate_index[(("always",), 0) if r.q0 >= 0
+                                               else (r.cond, r.strand)]
             self.logp_of_col[col] = r.logp
             if r.delayed:
                 delayed.append((col, r.strand))
@@ -324,7 +388,8 @@ class _Machine:
         # columns entering an intron (donor-gated: its first forward base is t) and leaving it
         # (acceptor-gated: t is the next coding base), per strand: the splice-site scores go here
         self.site_cols = {(s, kind): np.asarray(
-            [col for col, r in self.slot if r.strand == s and r.cond[0].startswith(kind)],
+            [col for col, r in self.slot
+             if r.strand == s and r.cond[0].startswith(kind) and r.q0 < 0],
             dtype=np.intp) for s in (1, -1) for kind in ("donor", "acceptor")}
 
 
@@ -450,7 +515,8 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
                    block: int = 4096, sites=None) -> list[np.ndarray]:
     """State path of every sequence of the batch, each int16 ``[L_b]``."""
     mc = _machine(p)
-    B, S, K, m = len(codes), mc.S, mc.K, p.min_intron
+    B, S, K, m, me = len(codes), mc.S, mc.K, p.min_intron, p.min_exon
+    M = max(m, me)  # positions of history kept
     lens = [len(x) for x in codes]
     Lmax = max(lens)
     xp = _codes_padded(codes, Lmax)
@@ -463,18 +529,21 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
         for s in (1, -1):
             cum[s][b, 1:len(c) + 1] = np.cumsum(c[:, _CH_INTRON[s]], dtype=np.float64)
             cum[s][b, len(c) + 1:] = cum[s][b, len(c)]
-    # hist holds the scores of the last m positions (row t % m; column S is a constant NEG), so
-    # one gather reads both V[t-1] and the first-intron-base scores F[t-m+1].
-    hist = np.full((B, m, S + 1), NEG)
-    hist[:, (-1) % m, 0] = 0.0  # before the sequence: intergenic
-    flat = hist.reshape(B, m * (S + 1))
-    pred_r = np.empty((m, S * K), dtype=np.intp)
-    for r in range(m):
-        prev, late = (r - 1) % m, (r + 1) % m
+    # hist holds the scores of the last M positions (row t % M; column S is a constant NEG), so
+    # one gather reads V[t-1], the first-intron-base scores F[t-m+1] and the last-intron-base
+    # scores I[t-min_exon] of the exon jumps.
+    hist = np.full((B, M, S + 1), NEG)
+    hist[:, (-1) % M, 0] = 0.0  # before the sequence: intergenic
+    flat = hist.reshape(B, M * (S + 1))
+    pred_r = np.empty((M, S * K), dtype=np.intp)
+    for r in range(M):
+        prev, late, back = (r - 1) % M, (r - m + 1) % M, (r - me) % M
         src = mc.pred.reshape(-1)
         f_of = np.asarray(mc.f_states + [S])[np.clip(src - S, 0, mc.nF)]
         pred_r[r] = np.where(src < S, prev * (S + 1) + src,
-                             np.where(src < S + mc.nF, late * (S + 1) + f_of, S))
+                             np.where(src < S + mc.nF, late * (S + 1) + f_of,
+                                      np.where(src < mc.exon_slot, S,
+                                               back * (S + 1) + src - mc.exon_slot)))
     site = None
     if p.splice_weight:
         from genoctx.heads.splice_sites import default_matrices, transition_scores
@@ -485,7 +554,8 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
             for s, (start, end) in transition_scores(x, donor, acceptor).items():
                 site[(s, "donor")][b, :len(start)] = p.splice_weight * start
                 site[(s, "acceptor")][b, :len(end)] = p.splice_weight * end
-    rows = [hist[:, r, :S] for r in range(m)]
+    jump = _jump_inputs(mc, xp, ch_BLC, site, me) if mc.jumps else None
+    rows = [hist[:, r, :S] for r in range(M)]
     bp_LBS = np.zeros((Lmax, B, S), dtype=np.int8)
     cand = np.empty((B, S * K))
     c3 = cand.reshape(B, S, K)
@@ -497,9 +567,9 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
     for a in range(0, Lmax, block):
         e = min(a + block, Lmax)
         T = e - a
-        tr_TBX, em_TBS = _block_scores(mc, xp, ch_BLC, cum, a, e, m, site)
+        tr_TBX, em_TBS = _block_scores(mc, xp, ch_BLC, cum, a, e, m, site, jump)
         for i in range(T):
-            r = (a + i) % m
+            r = (a + i) % M
             flat.take(pred_r[r], axis=1, out=cand)
             cand += tr_TBX[i]
             arg = arg_TBS[i]
@@ -509,13 +579,46 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
             cand.take(where_BS, out=v, mode="wrap")
             add(v, em_TBS[i], out=v)
         bp_LBS[a:e] = arg_TBS[:T]
-    return [_traceback(bp_LBS[:, b], mc, m, lens[b]) for b in range(B)]
+    return [_traceback(bp_LBS[:, b], mc, m, me, lens[b]) for b in range(B)]
 
 
-def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int, site=None):
+def _jump_inputs(mc: _Machine, xp, ch_BLC, site, me: int) -> dict:
+    """What the exon jumps read over a stretch [t0, t] with t0 = t - me + 1: the codes shifted
+    me - 1 bases right (sequence tests at t0), per strand the cumulative CDS emissions along
+    each frame (``em[s][r]``: position u scored at codon position (u + r) % 3) and the
+    cumulative count of stop codons ending before u per residue class of u (``stops[s][c]``),
+    and the acceptor scores shifted like the codes."""
+    B, L = ch_BLC.shape[:2]
+    xs = np.full((B, xp.shape[1] + me - 1), 4, dtype=xp.dtype)
+    xs[:, me - 1:] = xp
+    sig = _Signals(xp, 0, L + 1)
+    u = np.arange(L)
+    em, stops = {}, {}
+    for s in (1, -1):
+        em[s] = np.zeros((3, B, L + 1))
+        for r in range(3):
+            ch = np.asarray([_ch_cds(s, q) for q in range(3)])[(u + r) % 3]
+            np.cumsum(ch_BLC[:, u, ch], axis=1, out=em[s][r, :, 1:])
+        stop = sig.isin(-3, next(g for g in _SIGNALS if g.strand == s).stops)  # [B, L + 1]
+        stops[s] = np.zeros((3, B, L + 2), dtype=np.int32)
+        v = np.arange(L + 1)
+        for c in range(3):
+            np.cumsum(stop & (v % 3 == c), axis=1, out=stops[s][c, :, 1:])
+    acc = None
+    if site is not None:
+        acc = {}
+        for s in (1, -1):
+            acc[s] = np.zeros((B, L + me))
+            acc[s][:, me - 1:] = site[(s, "acceptor")][:, :L + 1]
+    return {"xs": xs, "em": em, "stops": stops, "acc": acc}
+
+
+def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int, site=None,
+                  jump=None):
     """Transition scores ``[T, B, S*K]`` (float32) and emissions ``[T, B, S]`` for positions
     a..e-1: each distinct sequence test is evaluated once, then gathered into its columns;
-    ``site`` adds the splice-site scores ``{(strand, donor|acceptor): [B, L + 1]}``."""
+    ``site`` adds the splice-site scores ``{(strand, donor|acceptor): [B, L + 1]}``, ``jump``
+    the exon jumps' (:func:`_jump_inputs`)."""
     B, T = ch_BLC.shape[0], e - a
     sig = _Signals(xp, a, e)
     sig_of = {s.strand: s for s in _SIGNALS}
@@ -535,11 +638,40 @@ def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int, site=No
         for key, cols in mc.site_cols.items():
             if cols.size:
                 tr_TBX[:, :, cols] += site[key][:, a:e].T.astype(np.float32)[:, :, None]
+    if jump is not None:
+        _jump_scores(mc, jump, tr_TBX, a, e, sig_of)
     em_TBS = np.ascontiguousarray(ch_BLC[:, a:e][:, :, mc.chan_idx].transpose(1, 0, 2))
     return tr_TBX, em_TBS
 
 
-def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, length: int) -> np.ndarray:
+def _jump_scores(mc: _Machine, jump: dict, tr_TBX, a: int, e: int, sig_of) -> None:
+    """Fill the exon jumps' columns: an intron left at t0 = t - min_exon + 1 (its acceptor test
+    and score at t0), the forced exon bases t0 .. t - 1 scored in their frame, and no stop codon
+    completed in frame within the stretch (the split codon of a phase 1 / 2 intron is checked
+    by the acceptor test)."""
+    me = mc.min_exon
+    sig = _Signals(jump["xs"], a, e)  # tests at t0
+    t = np.arange(a, e)
+    t0 = t - me + 1
+    ok0 = t0 >= 0
+    t0c = np.maximum(t0, 0)
+    for col, r in mc.jumps:
+        s = r.strand
+        ok = sig.evaluate(r.cond, sig_of[s]).T & ok0[:, None]          # [T, B]
+        rr = (r.q0 - t0c) % 3
+        em = jump["em"][s]
+        score = em[rr, :, t] - em[rr, :, t0c]                         # [T, B]
+        # stops completed at u = t0 + d + 3j, j >= 1, u <= t (d: where the first E0 falls)
+        d = (0, 2, 1)[r.q0]
+        c = (t0c + d) % 3
+        st = jump["stops"][s]
+        n_stop = st[c, :, t + 1] - st[c, :, np.minimum(t0c + d + 1, t + 1)]
+        if jump["acc"] is not None:
+            score = score + jump["acc"][s][:, a:e].T
+        tr_TBX[:, :, col] = np.where(ok & (n_stop == 0), r.logp + score, NEG)
+
+
+def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, me: int, length: int) -> np.ndarray:
     """Walk the back-pointers from IG at the end of the padded batch; keep the first L."""
     pred = mc.pred.tolist()
     f_states = mc.f_states
@@ -549,7 +681,13 @@ def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, length: int) -> np.ndarr
     t, s = L - 1, 0
     while t >= 0:
         path[t] = s
-        src = pred[s][int(bp_LS[t, s])]
+        k = int(bp_LS[t, s])
+        src = pred[s][k]
+        if src >= mc.exon_slot:  # the forced stretch after an acceptor, back to the intron
+            t0 = t - me + 1
+            path[t0:t] = mc.fill_of[(s, k)]
+            t, s = t0 - 1, src - mc.exon_slot
+            continue
         if src >= S:  # the forced minimum-length stretch of an intron, back to its first base
             assert src < S + len(f_states), "traceback reached an impossible state"
             t0 = t - m + 1

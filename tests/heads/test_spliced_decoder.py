@@ -203,15 +203,14 @@ def test_bad_inputs_raise_input_error():
         sd.decode("ACGT", np.full((4, NUM_CLASSES), np.nan))
 
 
-def test_noisy_made_up_labels_give_valid_mirrored_genes(data_root):
-    # Labels for random spliced "genes" laid over real sequence, plus noise: the decoder must
-    # bend them into valid genes (ATG, stops, GT-AG, frame) on both strands, and decoding the
-    # reverse complement must give the mirror image.
+def made_up_probs(data_root, start: int, seed: int):
+    """12 kb of real C. elegans sequence with labels of random spliced "genes" (1-4 exons of
+    60-300 bp, introns of 40-200) laid over it, softened and mixed with noise."""
     from genoctx.train.corpus import read_sequences
 
     (_, s), *_ = read_sequences(data_root / "genomes/eukaryote_chunks/C.elegans.fa.gz")
-    seq = s[20_000:32_000].decode().upper()
-    rng = np.random.default_rng(0)
+    seq = s[start:start + 12_000].decode().upper()
+    rng = np.random.default_rng(seed)
     made_up, pos = [], 100
     while pos < len(seq) - 2000:
         exons, x = [], pos
@@ -223,14 +222,28 @@ def test_noisy_made_up_labels_give_valid_mirrored_genes(data_root):
         pos = x + int(rng.integers(200, 800))
     y = labels_for(len(seq), made_up)
     noise = rng.dirichlet(np.full(NUM_CLASSES, 1.0), size=len(seq))
-    p = (0.7 * sd.oracle_probs(y, 0.6) + 0.3 * noise).astype(np.float32)
-    genes = sd.decode(seq, p, contig="I", params=SHORT)
+    return seq, (0.7 * sd.oracle_probs(y, 0.6) + 0.3 * noise).astype(np.float32)
+
+
+def internal_exons(genes) -> list[int]:
+    return [e - s for g in genes for s, e in g.cds[1:-1]]
+
+
+@pytest.mark.parametrize("min_exon", [0, 25])
+def test_noisy_made_up_labels_give_valid_mirrored_genes(data_root, min_exon):
+    # Labels for random spliced "genes" laid over real sequence, plus noise: the decoder must
+    # bend them into valid genes (ATG, stops, GT-AG, frame) on both strands, and decoding the
+    # reverse complement must give the mirror image (with a floor on internal exons too).
+    seq, p = made_up_probs(data_root, 20_000, 0)
+    params = sd.DecoderParams(min_cds=60, min_exon=min_exon, **HEAD)
+    genes = sd.decode(seq, p, contig="I", params=params)
     assert len(genes) >= 5 and {g.strand for g in genes} == {1, -1}
     assert sum(len(g.cds) > 1 for g in genes) >= 2
     for g in genes:
         check_gene(seq, g)
+    assert min(internal_exons(genes)) >= min_exon
     L = len(seq)
-    back = sd.decode(revcomp(seq), rc_probs(p), contig="I", params=SHORT)
+    back = sd.decode(revcomp(seq), rc_probs(p), contig="I", params=params)
     mirror = sorted((-g.strand, tuple(sorted((L - e, L - s) for s, e in g.cds))) for g in back)
     assert mirror == sorted((g.strand, g.cds) for g in genes)
 
@@ -293,3 +306,55 @@ def test_batches_give_the_same_genes_as_single_records():
     together = sd.decode_many(recs, probs, prior=prior, batch_size=3, params=SHORT)
     alone = [g for c, s in recs for g in sd.decode(s, probs[c], contig=c, prior=prior, params=SHORT)]
     assert together == alone and len(together) == 3
+
+
+def three_exon(middle: str):
+    """Exon 1 (ATG + 10 codons, a phase-0 intron), ``middle``, the last exon (phase by the
+    middle's length), each intron the same 40 bp."""
+    exon1 = "ATG" + "GCTAAAGAACTGCCAGGTCGTATCGAAAAC"
+    exon3 = {0: "", 1: "GC", 2: "C"}[len(middle) % 3] + "GAACGTCTGAAAGCTATTGAAGAC" + "TAA"
+    seq = FLANK_L + exon1 + INTRON + middle + INTRON + exon3 + FLANK_R
+    a = len(FLANK_L)
+    b = a + len(exon1)
+    c = b + len(INTRON)
+    d = c + len(middle)
+    e = d + len(INTRON)
+    return seq, [(a, b), (c, d), (e, e + len(exon3))]
+
+
+@pytest.mark.parametrize("n", [21, 22, 23])
+def test_minimum_internal_exon_length(n):
+    # a middle exon of n bases (all three phases of the second intron): kept from min_exon n
+    # down, never shorter than min_exon; the first and last exons are not held to it; the same
+    # on the - strand
+    seq, cds = three_exon("GCTAAAGAACTGCCAGGTCGTATCG"[:n])
+    y = labels_for(len(seq), [(1, cds)])
+    p = sd.oracle_probs(y)
+    L = len(seq)
+    for me, exact in ((0, True), (3, True), (n, True), (n + 1, False), (40, False)):
+        params = sd.DecoderParams(min_cds=60, min_exon=me, **HEAD)
+        for rc in (False, True):
+            s, q = (revcomp(seq), rc_probs(p)) if rc else (seq, p)
+            genes = sd.decode(s, q, contig="x", params=params)
+            want = tuple(sorted((L - e, L - s) for s, e in cds)) if rc else tuple(cds)
+            assert any(g.cds == want for g in genes) == exact, (me, rc)
+            for g in genes:
+                check_gene(s, g)
+            assert all(x >= me for x in internal_exons(genes))
+    with pytest.raises(ValueError, match="min_exon"):
+        sd.DecoderParams(min_exon=2)
+
+
+def test_exon_floor_changes_nothing_where_no_exon_is_shorter(data_root):
+    # the floor only removes paths: where the best path without it already has every internal
+    # exon at least that long, the floor must give the same genes (a check of the jump's scores)
+    seq, p = made_up_probs(data_root, 40_000, 3)
+    base = sd.decode(seq, p, params=sd.DecoderParams(min_cds=60, min_exon=0, **HEAD))
+    shortest = min(internal_exons(base))
+    assert sum(len(g.cds) > 2 for g in base) >= 3 and shortest >= 3
+    for me in (3, shortest):
+        assert sd.decode(seq, p, params=sd.DecoderParams(min_cds=60, min_exon=me,
+                                                         **HEAD)) == base
+    floored = sd.decode(seq, p, params=sd.DecoderParams(min_cds=60, min_exon=shortest + 1,
+                                                        **HEAD))
+    assert floored != base and min(internal_exons(floored)) > shortest
