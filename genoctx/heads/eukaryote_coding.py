@@ -115,16 +115,18 @@ def fit(chunks: list[tuple[list, dict]], background: str = "all") -> cm.CodingMo
             coding += cm.coding_counts(kidx, valid, np.array([0]), np.array([len(cds)]))
         for contig, seq in records:
             x = encode(seq)
+            if background == "all":
+                counts += _strand_counts(x)
+                continue
             in_cds = np.zeros(len(x), dtype=bool)
-            if background == "noncoding":
-                for f in features.get(contig, []):
-                    if f.kind == "CDS":
-                        for s, e in f.parts:
-                            in_cds[s:e] = True
+            for f in features.get(contig, []):
+                if f.kind == "CDS":
+                    for s, e in f.parts:
+                        in_cds[s:e] = True
             for strand, mask in ((x, in_cds), (np.where(x < 4, 3 - x, 4)[::-1], in_cds[::-1])):
                 kidx, valid = cm.kmer_index(strand)
-                if background == "noncoding":  # the hexamer ending at i reads i-5 .. i
-                    valid &= np.convolve(mask, np.ones(cm.ORDER + 1))[:len(mask)] == 0
+                # the hexamer ending at i reads i-5 .. i
+                valid &= np.convolve(mask, np.ones(cm.ORDER + 1))[:len(mask)] == 0
                 counts += cm.background_counts(kidx, valid)
     return cm.fit_coding_model(coding, counts)
 
