@@ -17,13 +17,17 @@ so ``--held-out`` decodes each chunk with one fitted on the other species only, 
 matrices (:mod:`genoctx.heads.splice_sites`) fitted on the other species' introns only;
 ``--coding-background noncoding`` fits that coding model against the hexamers outside annotated
 CDS instead of every base's.
+``--errors`` adds a gene-level breakdown of the calls: annotated genes (transcripts grouped by
+gene) overlapped on their strand by exactly one call, by several (split) or by none (missed);
+calls overlapping several annotated genes (merged); and the share of first / last exons of
+spliced calls and of annotated transcripts shorter than 20 bp (in gene orientation).
 ``--param NAME=V1,V2,...`` sweeps any other numeric field of ``DecoderParams`` (``splice_weight``,
 ``mean_intron``, ``mean_exon``, ``min_intron``, ``mean_intergenic``); several ``--param`` options
 make a grid, and each row names its settings.
 
 Run: ``python benchmarks/eukaryote_train_chunks.py [--min-cds 60 150 300] [--spliced-floor N]
 [--head-weight 1 0.25] [--coding-weight 0 5] [--param splice_weight=0.5,1,2] [--held-out]
-[--coding-background all|noncoding]
+[--coding-background all|noncoding] [--errors]
 [--model embedded]``.
 """
 
@@ -84,6 +88,48 @@ def head_probs(ds, model: str) -> dict[str, np.ndarray]:
     return {c: p.astype(np.float32) for c, p in out.items()}
 
 
+def _overlap(p, q) -> int:
+    return sum(max(0, min(b1, b2) - max(a1, a2)) for a1, b1 in p for a2, b2 in q)
+
+
+def _short_ends(items, below: int = 20) -> tuple[float, float]:
+    """Share of first and of last exons (gene orientation) under ``below`` bp, over the spliced
+    (strand, CDS parts) items."""
+    first = last = n = 0
+    for strand, parts in items:
+        parts = sorted(parts)
+        if len(parts) < 2:
+            continue
+        lo, hi = parts[0][1] - parts[0][0], parts[-1][1] - parts[-1][0]
+        f, z = (lo, hi) if strand > 0 else (hi, lo)
+        first, last, n = first + (f < below), last + (z < below), n + 1
+    return (first / n, last / n) if n else (0.0, 0.0)
+
+
+def gene_errors(genes, ds) -> dict[str, float]:
+    """Splits, merges and misses of the calls against the annotated genes, and short first / last
+    exons of calls and of annotations (see the module docstring)."""
+    annotated: dict[tuple, tuple[int, list]] = {}
+    for contig, strand, parts, gid in ds.transcripts:
+        annotated.setdefault((contig, strand, gid), (strand, []))[1].extend(parts)
+    by_contig: dict[tuple, list] = {}
+    for g in genes:
+        by_contig.setdefault((g.contig, g.strand), []).append(g)
+    one = split = missed = 0
+    hit_by: dict[int, set] = {}
+    for key, (strand, parts) in annotated.items():
+        hits = [g for g in by_contig.get(key[:2], []) if _overlap(parts, g.cds)]
+        for g in hits:
+            hit_by.setdefault(id(g), set()).add(key)
+        one, split, missed = one + (len(hits) == 1), split + (len(hits) > 1), missed + (not hits)
+    call_first, call_last = _short_ends([(g.strand, g.cds) for g in genes])
+    ann_first, ann_last = _short_ends([(s, p) for _, s, p, _ in ds.transcripts])
+    return {"one call": one, "split": split, "missed": missed,
+            "merged": sum(len(v) > 1 for v in hit_by.values()),
+            "first<20 calls": call_first, "last<20 calls": call_last,
+            "first<20 annotated": ann_first, "last<20 annotated": ann_last}
+
+
 def main(argv=None) -> None:
     from genoctx.eval.benchmarks import annotation_eukaryote as ae
     from genoctx.heads import spliced_decoder as sd
@@ -105,6 +151,9 @@ def main(argv=None) -> None:
     ap.add_argument("--held-out", action="store_true",
                     help="decode each chunk with a coding model and splice-site matrices "
                          "fitted on the other species")
+    ap.add_argument("--errors", action="store_true",
+                    help="add the gene-level breakdown: genes with one call, split, missed; "
+                         "merging calls; short first / last exons")
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--data-root", default=None)
     args = ap.parse_args(argv)
@@ -116,13 +165,15 @@ def main(argv=None) -> None:
         name, _, values = item.partition("=")
         if name not in fields or name in ("min_cds", "head_weight", "coding_weight"):
             ap.error(f"--param {item!r}: not a DecoderParams field swept here")
-        cast = int if fields[name].type in (int, "int") else float
+        cast = int if fields[name].type in (int, "int", bool, "bool") else float
         sweeps.append((name, [cast(v) for v in values.split(",")]))
     root = resolve_data_root(args.data_root)
     manifest = load_manifest(root)
     print("chunk\tmin_cds\thead_weight\tcoding_weight\tgenes\tannotated transcripts\texon F1"
           "\texon precision\texon recall"
-          "\tintron F1\tCDS-chain sensitivity\tCDS-chain precision\tcalls off CDS\tparams")
+          "\tintron F1\tCDS-chain sensitivity\tCDS-chain precision\tcalls off CDS\tparams"
+          + ("\tgenes with one call\tsplit\tmissed\tcalls merging genes"
+             "\tfirst / last exons < 20 bp (calls)\t(annotated)" if args.errors else ""))
     for species in CHUNKS:
         ds = load(root, species, manifest)
         # where each record starts in the dataset's concatenated masks
@@ -165,7 +216,17 @@ def main(argv=None) -> None:
                   f"{r['exon']['f1']:.3f}\t{r['exon']['precision']:.3f}\t"
                   f"{r['exon']['recall']:.3f}\t{r['intron']['f1']:.3f}\t"
                   f"{chain['sensitivity'] or 0:.3f}\t{chain['precision'] or 0:.3f}\t{off}\t"
-                  f"{','.join(f'{k}={v:g}' for k, v in more.items()) or '-'}", flush=True)
+                  f"{','.join(f'{k}={v:g}' for k, v in more.items()) or '-'}"
+                  + _error_columns(genes, ds, args.errors), flush=True)
+
+
+def _error_columns(genes, ds, wanted: bool) -> str:
+    if not wanted:
+        return ""
+    e = gene_errors(genes, ds)
+    return (f"\t{e['one call']}\t{e['split']}\t{e['missed']}\t{e['merged']}"
+            f"\t{e['first<20 calls']:.3f} / {e['last<20 calls']:.3f}"
+            f"\t{e['first<20 annotated']:.3f} / {e['last<20 annotated']:.3f}")
 
 
 if __name__ == "__main__":
