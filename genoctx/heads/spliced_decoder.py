@@ -148,7 +148,7 @@ class DecoderParams:
     # 16-mers seen 3 times, chosen on the train chunks held out by species (0.1-0.7, counts 2, 3,
     # 5): exon F1 0.851 / 0.476 → 0.853 / 0.693, intron F1 0.589 / 0.416 → 0.587 / 0.485
     # (A. thaliana / D. melanogaster); count 2 drops annotated genes (A. thaliana exon recall
-    # 0.834 → 0.754-0.784); docs/results.md
+    # 0.834 → 0.720-0.784); docs/results.md
     max_repeat_fraction: float = 0.2
     repeat_k: int = 16
     repeat_min_count: int = 3
