@@ -72,6 +72,9 @@ The CDS states' emissions are the head's log-scores × ``head_weight`` plus ``co
 the per-base log-odds of a coding model (:func:`coding_tracks`; by default the shipped
 :mod:`genoctx.heads.eukaryote_coding`, fitted on the train eukaryotes' CDS), self-trained on the
 input by default (``self_train_rounds``: decode, refit on the called CDS, decode again).
+Calls lying mostly in repeats (:mod:`genoctx.heads.repeats`: k-mers that recur in the input;
+``max_repeat_fraction``) are dropped after each decode, as gene finders run on soft-masked
+genomes.
 
 Sequences of a batch run together (the batch is the vector dimension of every step); the loop is
 over positions, each step a handful of numpy operations on a ``[B, S, K]`` array: about 10 s of
@@ -761,7 +764,8 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
     always outputs its average says nothing and leaves the length priors in charge). The prior
     is ``prior`` (9 channel probabilities, see :func:`channel_probs`) or, by default, the mean
     channel probability over all bases of ``records``: no labels are used, and the result
-    depends on which records are decoded together.
+    depends on which records are decoded together (so do the repeat masks, counted over all of
+    ``records``).
 
     Args:
         records: ``(contig, sequence)`` pairs.
