@@ -39,6 +39,51 @@ def test_kmers_with_n_do_not_count_and_bad_arguments_are_refused():
         repeat_masks([x], k=33)
     with pytest.raises(ValueError):
         repeat_masks([x], min_count=1)
+    with pytest.raises(ValueError):
+        repeat_masks([x], chunk=0)
+
+
+def _naive_masks(seqs: list[str], k: int, min_count: int) -> list[np.ndarray]:
+    """The definition, spelled out: count canonical k-mer strings, mark what a frequent one covers."""
+    comp = str.maketrans("ACGT", "TGCA")
+
+    def canon(w):
+        return min(w, w.translate(comp)[::-1])
+
+    counts = {}
+    for s in seqs:
+        for i in range(len(s) - k + 1):
+            w = s[i:i + k]
+            if set(w) <= set("ACGT"):
+                counts[canon(w)] = counts.get(canon(w), 0) + 1
+    out = []
+    for s in seqs:
+        m = np.zeros(len(s), dtype=bool)
+        for i in range(len(s) - k + 1):
+            w = s[i:i + k]
+            if set(w) <= set("ACGT") and counts[canon(w)] >= min_count:
+                m[i:i + k] = True
+        out.append(m)
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 5, 8, 13, 16, 32])
+def test_masks_match_the_definition_whatever_the_chunks_and_memory_bound(k):
+    """Chunk seams (k-mers read across them) and hash buckets (several counting passes) must not
+    change a single base of the masks."""
+    rng = np.random.default_rng(k)
+    alphabet = np.array(list("ACGTN"))
+    unit = "".join(alphabet[rng.integers(0, 4, 40)])
+    seqs = ["".join(alphabet[rng.choice(5, 700, p=[0.24, 0.24, 0.24, 0.24, 0.04])]),
+            unit * 3 + "".join(alphabet[rng.integers(0, 4, 90)]), unit[:k - 1], ""]
+    seqs[0] = seqs[0][:300] + unit + seqs[0][300:]
+    codes = [encode(s) for s in seqs]
+    for min_count in (2, 3):
+        want = _naive_masks(seqs, k, min_count)
+        assert any(w.any() for w in want)
+        for chunk, max_bytes in ((1 << 20, 1 << 28), (7, 8 * 100), (64, 8 * 400), (1, 8 * 2000)):
+            got = repeat_masks(codes, k=k, min_count=min_count, chunk=chunk, max_bytes=max_bytes)
+            assert [g.tolist() for g in got] == [w.tolist() for w in want], (chunk, max_bytes)
 
 
 def _gene_locus(rng, n_codons=120):
