@@ -87,7 +87,7 @@ T = positions in a block, C = emission channels (9).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 import numpy as np
@@ -155,6 +155,12 @@ class DecoderParams:
     max_repeat_fraction: float = 0.2
     repeat_k: int = 16
     repeat_min_count: int = 3
+    # records longer than ``window`` bases are decoded a window at a time (memory: the Viterbi
+    # holds ~200 bytes per base of a batch): the next window starts ``window_overlap`` bases
+    # before a window's end, or earlier at the start of a gene across that point, and the genes
+    # before it are kept, so a gene near a seam is decoded whole in the next window. 0: off.
+    window: int = 2_000_000
+    window_overlap: int = 200_000
 
     def __post_init__(self):
         if self.min_intron < 5:
@@ -168,6 +174,9 @@ class DecoderParams:
         if not 0 <= self.max_repeat_fraction <= 1:
             raise ValueError(f"max_repeat_fraction must lie in [0, 1], got "
                              f"{self.max_repeat_fraction}")
+        if self.window and not 0 < 2 * self.window_overlap < self.window:
+            raise ValueError(f"window must be 0 (off) or more than twice window_overlap (> 0), "
+                             f"got {self.window}, {self.window_overlap}")
         if self.self_train_rounds < 0 or not 0 <= self.self_train_weight <= 1:
             raise ValueError("self_train_rounds must be >= 0 and self_train_weight in [0, 1], "
                              f"got {self.self_train_rounds}, {self.self_train_weight}")
@@ -853,7 +862,46 @@ def _decode_items(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
                   max_batch_bases: int, extra: dict | None = None,
                   sites=None) -> dict[int, list]:
     """Genes of each item ``(index, name, codes, channels)``, in batches of similar length;
-    ``extra`` adds per-base scores ``[L, 6]`` to the six CDS channels' emissions."""
+    ``extra`` adds per-base scores ``[L, 6]`` to the six CDS channels' emissions. Items longer
+    than ``p.window`` are decoded a window at a time (:func:`_decode_windowed`)."""
+    long = [it for it in items if p.window and len(it[2]) > p.window]
+    out = {it[0]: _decode_windowed(it, prior, p, mc, extra, sites) for it in long}
+    if long:
+        items = [it for it in items if it[0] not in out]
+    out.update(_decode_batches(items, prior, p, mc, batch_size, max_batch_bases, extra, sites))
+    return out
+
+
+def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra: dict | None,
+                     sites) -> list[SplicedGene]:
+    """Genes of one long item, decoded in windows of ``p.window`` bases (see DecoderParams)."""
+    i, name, x, ch = item
+    genes, pos = [], 0
+    while True:
+        end = min(len(x), pos + p.window)
+        part = (i, name, x[pos:end], ch[pos:end])
+        more = None if extra is None else {i: extra[i][pos:end]}
+        found = _decode_batches([part], prior, p, mc, 1, end - pos, more, sites)[i]
+        found = [replace(g, cds=tuple((a + pos, b + pos) for a, b in g.cds)) for g in found]
+        if end == len(x):
+            return genes + found
+        # the next window starts at the seam ``window_overlap`` before this one's end, moved
+        # back to the start of any gene across it (intergenic in this window's path); genes
+        # before it are kept. A seam pushed back to the window's start (genes across all of
+        # it) stays where it was, and the gene across it is cut.
+        cut = q = end - p.window_overlap
+        while across := [g.start for g in found if g.start < q < g.end]:
+            q = min(across)
+        if q <= pos:
+            q = cut
+        genes += [g for g in found if g.end <= q]
+        pos = q
+
+
+def _decode_batches(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
+                    max_batch_bases: int, extra: dict | None = None,
+                    sites=None) -> dict[int, list]:
+    """:func:`_decode_items` without the windows: each item decoded whole."""
     out: dict[int, list[SplicedGene]] = {}
     j = 0
     while j < len(items):

@@ -363,3 +363,26 @@ def test_exon_floor_changes_nothing_where_no_exon_is_shorter(data_root):
     floored = sd.decode(seq, p, params=sd.DecoderParams(min_cds=60, min_exon=shortest + 1,
                                                         **HEAD))
     assert floored != base and min(internal_exons(floored)) > shortest
+
+
+@pytest.mark.parametrize("window,overlap", [(3000, 1000), (2500, 600)])
+def test_long_records_decoded_in_windows_give_the_genes_of_one_decode(data_root, window,
+                                                                       overlap):
+    """Windows bound the Viterbi's memory on a long record; a gene near a seam is decoded whole
+    in the next window, so the genes equal one decode of the whole record (12 kb here: five
+    windows or more)."""
+    seq, p = made_up_probs(data_root, 20_000, 0)
+    whole = sd.decode(seq, p, contig="I", params=replace(SHORT, window=0))
+    assert len(whole) >= 5
+    windowed = sd.decode(seq, p, contig="I",
+                         params=replace(SHORT, window=window, window_overlap=overlap))
+    assert windowed == whole
+    # the first seam (window - overlap) fell inside a gene, so the seam had to move back
+    assert any(g.start < window - overlap < g.end for g in whole)
+
+
+def test_window_settings_are_checked():
+    for window, overlap in ((1000, 500), (1000, 0), (-5, 10)):
+        with pytest.raises(ValueError, match="window"):
+            sd.DecoderParams(window=window, window_overlap=overlap)
+    sd.DecoderParams(window=0)
