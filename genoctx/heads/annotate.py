@@ -251,6 +251,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         # torch is imported only here: without the model, annotate starts in a fraction of a
         # second rather than three
         from genoctx.heads.annotation import load_annotation_model, predict_probs
+        from genoctx.heads.spliced_decoder import channel_probs
         from genoctx.model.device import resolve_device
 
         device = resolve_device(device)
@@ -283,7 +284,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                               batch_size=batch_size, progress=bar.advance,
                               circular=name in ring)
             if keep_probs:
-                probs[name] = p
+                # eukaryote mode reads only the spliced decoder's 9 channels: 36 bytes per
+                # base held for the whole input rather than 68
+                probs[name] = channel_probs(p) if mode == "eukaryote" else p
             if need_tracks:
                 tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
             del p

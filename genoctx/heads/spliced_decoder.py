@@ -517,6 +517,17 @@ def channel_probs(probs_LC: np.ndarray) -> np.ndarray:
     return np.concatenate([ig[:, None], cds_p, cds_m, intr], axis=1)
 
 
+def _channels(a: np.ndarray) -> np.ndarray:
+    """The decoder's channels ``[L, 9]`` (float32) from head probabilities ``[L, 17]``, or
+    checked and passed through when they are channels already."""
+    a = np.asarray(a)
+    if a.ndim == 2 and a.shape[1] == 9:
+        if not np.isfinite(a).all() or (a < 0).any():
+            raise InputError("channel probabilities must be finite and non-negative")
+        return a.astype(np.float32, copy=False)
+    return channel_probs(a)
+
+
 def emissions(ch_LC: np.ndarray, prior_C: np.ndarray | None, floor: float) -> np.ndarray:
     """Log-scores ``[L, 9]``: log channel probability, minus log prior when one is given."""
     e = np.log(np.maximum(ch_LC, floor))
@@ -778,7 +789,9 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
 
     Args:
         records: ``(contig, sequence)`` pairs.
-        probs: contig → head probabilities ``[L, 17]`` (rows sum to 1).
+        probs: contig → head probabilities ``[L, 17]`` (rows sum to 1), or their channels
+            ``[L, 9]`` from :func:`channel_probs` (the same genes; a caller holding many
+            records keeps those, at half the memory).
         params: decoder settings; defaults to :class:`DecoderParams`.
         prior: channel prior ``[9]`` overriding the mean over the input.
         coding: the coding model (:class:`genoctx.heads.codon_model.CodingModel`) whose per-base
@@ -801,7 +814,7 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
         if name not in probs:
             raise InputError(f"no probabilities for record {name!r}")
         x = encode(seq)
-        ch = channel_probs(probs[name])
+        ch = _channels(probs[name])
         if len(ch) != len(x):
             raise InputError(f"{name}: {len(ch)} rows of probabilities for {len(x)} bases")
         if len(x):

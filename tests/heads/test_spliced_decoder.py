@@ -204,6 +204,18 @@ def test_bad_inputs_raise_input_error():
         sd.decode("ACGT", np.full((4, NUM_CLASSES), np.nan))
 
 
+def test_channels_in_place_of_probabilities_give_the_same_genes(data_root):
+    """What annotate keeps for eukaryote mode: the 9 channels, not the 17 classes."""
+    seq, p = made_up_probs(data_root, 20_000, 1)
+    genes = sd.decode(seq, p, contig="I", params=SHORT)
+    assert len(genes) >= 3
+    assert sd.decode(seq, sd.channel_probs(p), contig="I", params=SHORT) == genes
+    bad = sd.channel_probs(p)
+    bad[7, 2] = -0.1
+    with pytest.raises(InputError, match="channel probabilities"):
+        sd.decode(seq, bad, contig="I", params=SHORT)
+
+
 def made_up_probs(data_root, start: int, seed: int):
     """12 kb of real C. elegans sequence with labels of random spliced "genes" (1-4 exons of
     60-300 bp, introns of 40-200) laid over it, softened and mixed with noise."""
