@@ -772,6 +772,11 @@ def coding_tracks(model, x: np.ndarray) -> np.ndarray:
     return np.concatenate([fwd.T, rev[::-1].T], axis=1).astype(np.float32)
 
 
+def _coding_extra(coding, weight: float):
+    """``codes → weight × coding_tracks(coding, codes)``: the coding model's CDS scores."""
+    return lambda x: weight * coding_tracks(coding, x)
+
+
 def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndarray], *,
                 params: DecoderParams | None = None, prior: np.ndarray | None = None,
                 batch_size: int = 64, max_batch_bases: int = 2_000_000,
@@ -832,7 +837,7 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
             from genoctx.heads.eukaryote_coding import default_model
 
             coding = default_model()
-        extra = {i: p.coding_weight * coding_tracks(coding, x) for i, _, x, _ in items}
+        extra = _coding_extra(coding, p.coding_weight)
     masks = None
     if p.max_repeat_fraction < 1:
         from genoctx.heads.repeats import repeat_masks
@@ -851,7 +856,7 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
                                      base, p.self_train_weight)
             if not w:
                 break
-            extra = {i: p.coding_weight * coding_tracks(coding, x) for i, _, x, _ in items}
+            extra = _coding_extra(coding, p.coding_weight)
             out = _drop_repeats(_decode_items(items, prior, p, mc, batch_size, max_batch_bases,
                                               extra, sites), masks, p.max_repeat_fraction)
     return [g for i in sorted(out) for g in out[i]]
@@ -872,10 +877,10 @@ def _drop_repeats(out: dict[int, list], masks: dict[int, np.ndarray] | None,
 
 
 def _decode_items(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
-                  max_batch_bases: int, extra: dict | None = None,
-                  sites=None) -> dict[int, list]:
+                  max_batch_bases: int, extra=None, sites=None) -> dict[int, list]:
     """Genes of each item ``(index, name, codes, channels)``, in batches of similar length;
-    ``extra`` adds per-base scores ``[L, 6]`` to the six CDS channels' emissions. Items longer
+    ``extra(codes)`` gives per-base scores ``[L, 6]`` added to the six CDS channels' emissions,
+    computed a batch at a time (they are not held for the whole input). Items longer
     than ``p.window`` are decoded a window at a time (:func:`_decode_windowed`)."""
     long = [it for it in items if p.window and len(it[2]) > p.window]
     out = {it[0]: _decode_windowed(it, prior, p, mc, extra, sites) for it in long}
@@ -885,15 +890,16 @@ def _decode_items(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
     return out
 
 
-def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra: dict | None,
+def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra,
                      sites) -> list[SplicedGene]:
     """Genes of one long item, decoded in windows of ``p.window`` bases (see DecoderParams)."""
     i, name, x, ch = item
+    full = None if extra is None else extra(x)  # scored on the whole record: no seams
     genes, pos = [], 0
     while True:
         end = min(len(x), pos + p.window)
         part = (i, name, x[pos:end], ch[pos:end])
-        more = None if extra is None else {i: extra[i][pos:end]}
+        more = None if full is None else (lambda _, a=pos, b=end: full[a:b])
         found = _decode_batches([part], prior, p, mc, 1, end - pos, more, sites)[i]
         found = [replace(g, cds=tuple((a + pos, b + pos) for a, b in g.cds)) for g in found]
         if end == len(x):
@@ -912,8 +918,7 @@ def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra: dict | 
 
 
 def _decode_batches(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
-                    max_batch_bases: int, extra: dict | None = None,
-                    sites=None) -> dict[int, list]:
+                    max_batch_bases: int, extra=None, sites=None) -> dict[int, list]:
     """:func:`_decode_items` without the windows: each item decoded whole."""
     out: dict[int, list[SplicedGene]] = {}
     j = 0
@@ -928,8 +933,8 @@ def _decode_batches(items, prior, p: DecoderParams, mc: _Machine, batch_size: in
             for em in ems:
                 em *= p.head_weight
         if extra is not None:
-            for (i, *_), em in zip(batch, ems):
-                em[:, 1:7] += extra[i]
+            for (_, _, x, _), em in zip(batch, ems):
+                em[:, 1:7] += extra(x)
         paths = _viterbi_batch([it[2] for it in batch], ems, p, sites=sites)
         for (i, name, _, ch), em, path in zip(batch, ems, paths):
             out[i] = _genes_from_path(path, ch, em, mc, name, p)
