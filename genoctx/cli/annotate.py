@@ -69,7 +69,7 @@ def annotate(
                                           "Mycoplasma, Spiroplasma, Ureaplasma)."),
     threads: int = typer.Option(0, "--threads", "-t", help="Processes for gene calling: the "
                                 "RNA-gene finders beside the decoder, records side by side under "
-                                "meta; 0: every core available. The output does not depend on it."),
+                                "meta or in eukaryote mode; 0: every core available. The output does not depend on it."),
     closed: bool = typer.Option(False, "--closed", "-c", help="Complete, closed sequences: no "
                                 "gene runs off a sequence end (as Prodigal's -c). A region's "
                                 "edge inside its sequence stays open: genes there are partial."),

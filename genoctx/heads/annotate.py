@@ -205,8 +205,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     head, eukaryote mode); otherwise genes come out the same without it, much faster.
     ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
     which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
-    ``workers`` processes share the decoding (see :func:`call_bacterial`); the output does not
-    depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
+    ``workers`` processes share the decoding (see :func:`call_bacterial`; in eukaryote mode,
+    batches of records and long records side by side); the output does not depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
     target's own ends where it reaches them; a target's edge inside its sequence stays open.
     ``circular`` marks every sequence (True), or those named (a collection of sequence names),
     as a whole circular replicon (chromosomes and plasmids of a complete genome): a target that
@@ -294,7 +294,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         from genoctx.heads.spliced_decoder import decode_many
 
         with status("decoding spliced genes", quiet):
-            spliced = decode_many(records, probs)
+            spliced = decode_many(records, probs, workers=workers)
         out = []
         by_record = _by_contig(spliced)
         for name, t in zip(names, targets):

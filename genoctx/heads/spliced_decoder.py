@@ -86,6 +86,7 @@ T = positions in a block, C = emission channels (9).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -772,15 +773,10 @@ def coding_tracks(model, x: np.ndarray) -> np.ndarray:
     return np.concatenate([fwd.T, rev[::-1].T], axis=1).astype(np.float32)
 
 
-def _coding_extra(coding, weight: float):
-    """``codes → weight × coding_tracks(coding, codes)``: the coding model's CDS scores."""
-    return lambda x: weight * coding_tracks(coding, x)
-
-
 def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndarray], *,
                 params: DecoderParams | None = None, prior: np.ndarray | None = None,
                 batch_size: int = 64, max_batch_bases: int = 2_000_000,
-                coding=None, sites=None) -> list[SplicedGene]:
+                coding=None, sites=None, workers: int = 1) -> list[SplicedGene]:
     """Decode every record; records of similar length run as one batch.
 
     Emissions are log P(channel | sequence) from the head; with ``params.scaled`` (the default)
@@ -808,11 +804,15 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
         batch_size: most records per batch.
         max_batch_bases: most ``records × padded length`` per batch (bounds the back-pointer
             memory: one byte per state and base).
+        workers: processes decoding batches and long records side by side (each holds one
+            batch's working memory, about 300 bytes per base); the same genes as 1.
 
     Returns:
         genes in record order, then by start.
     """
     p = params or DecoderParams()
+    if workers < 1:
+        raise InputError(f"workers must be at least 1, got {workers}")
     mc = _machine(p)
     items = []
     for i, (name, seq) in enumerate(records):
@@ -837,15 +837,43 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
             from genoctx.heads.eukaryote_coding import default_model
 
             coding = default_model()
-        extra = _coding_extra(coding, p.coding_weight)
+        extra = _CodingExtra(coding, p.coding_weight)
     masks = None
     if p.max_repeat_fraction < 1:
         from genoctx.heads.repeats import repeat_masks
 
         masks = dict(zip([it[0] for it in items],
                          repeat_masks([it[2] for it in items], p.repeat_k, p.repeat_min_count)))
+    with _pool(min(workers, len(items))) as pool:
+        return _decode_rounds(items, prior, p, mc, batch_size, max_batch_bases, extra, sites,
+                              masks, coding, pool)
+
+
+@contextlib.contextmanager
+def _pool(workers: int):
+    """A process pool of ``workers`` (spawned: the workers import numpy and the decoder only,
+    whatever threads this process, torch's for one, has started), or None for one."""
+    pool = None
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        except (OSError, NotImplementedError):  # no process semaphores here: decode in turn
+            pool = None
+    if pool is None:
+        yield None
+        return
+    with pool:
+        yield pool
+
+
+def _decode_rounds(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
+                   max_batch_bases: int, extra, sites, masks, coding, pool) -> list[SplicedGene]:
+    """decode_many's decode, then its self-training rounds."""
     out = _drop_repeats(_decode_items(items, prior, p, mc, batch_size, max_batch_bases, extra,
-                                      sites), masks, p.max_repeat_fraction)
+                                      sites, pool), masks, p.max_repeat_fraction)
     if p.coding_weight:
         from genoctx.heads.eukaryote_coding import fit_on_calls
 
@@ -856,9 +884,9 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
                                      base, p.self_train_weight)
             if not w:
                 break
-            extra = _coding_extra(coding, p.coding_weight)
+            extra = _CodingExtra(coding, p.coding_weight)
             out = _drop_repeats(_decode_items(items, prior, p, mc, batch_size, max_batch_bases,
-                                              extra, sites), masks, p.max_repeat_fraction)
+                                              extra, sites, pool), masks, p.max_repeat_fraction)
     return [g for i in sorted(out) for g in out[i]]
 
 
@@ -877,17 +905,46 @@ def _drop_repeats(out: dict[int, list], masks: dict[int, np.ndarray] | None,
 
 
 def _decode_items(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
-                  max_batch_bases: int, extra=None, sites=None) -> dict[int, list]:
+                  max_batch_bases: int, extra=None, sites=None, pool=None) -> dict[int, list]:
     """Genes of each item ``(index, name, codes, channels)``, in batches of similar length;
     ``extra(codes)`` gives per-base scores ``[L, 6]`` added to the six CDS channels' emissions,
-    computed a batch at a time (they are not held for the whole input). Items longer
-    than ``p.window`` are decoded a window at a time (:func:`_decode_windowed`)."""
-    long = [it for it in items if p.window and len(it[2]) > p.window]
-    out = {it[0]: _decode_windowed(it, prior, p, mc, extra, sites) for it in long}
-    if long:
-        items = [it for it in items if it[0] not in out]
-    out.update(_decode_batches(items, prior, p, mc, batch_size, max_batch_bases, extra, sites))
+    computed a batch at a time (they are not held for the whole input). Items longer than
+    ``p.window`` are decoded a window at a time (:func:`_decode_windowed`). With ``pool`` (a
+    process pool) the batches and long items are decoded side by side, with the same genes."""
+    jobs = [("window", [it]) for it in items if p.window and len(it[2]) > p.window]
+    short = [it for it in items if not (p.window and len(it[2]) > p.window)]
+    j = 0
+    while j < len(short):
+        k = j + 1
+        while (k < len(short) and k - j < batch_size
+               and (k - j + 1) * len(short[k][2]) <= max_batch_bases):
+            k += 1
+        jobs.append(("batch", short[j:k]))
+        j = k
+    shared = (prior, p, extra, sites)
+    if pool is None or len(jobs) < 2:
+        results = (_run_job(job, *shared) for job in jobs)
+    else:
+        results = pool.map(_run_job_packed, ((job, shared) for job in jobs))
+    out: dict[int, list[SplicedGene]] = {}
+    for r in results:
+        out.update(r)
     return out
+
+
+def _run_job(job, prior, p: DecoderParams, extra, sites) -> dict[int, list]:
+    """One batch (decoded together) or one long item (in windows): index → genes."""
+    kind, its = job
+    mc = _machine(p)
+    if kind == "window":
+        return {its[0][0]: _decode_windowed(its[0], prior, p, mc, extra, sites)}
+    return _decode_batch(its, prior, p, mc, extra, sites)
+
+
+def _run_job_packed(args) -> dict[int, list]:
+    """:func:`_run_job` in a worker process."""
+    job, shared = args
+    return _run_job(job, *shared)
 
 
 def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra,
@@ -899,8 +956,8 @@ def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra,
     while True:
         end = min(len(x), pos + p.window)
         part = (i, name, x[pos:end], ch[pos:end])
-        more = None if full is None else (lambda _, a=pos, b=end: full[a:b])
-        found = _decode_batches([part], prior, p, mc, 1, end - pos, more, sites)[i]
+        more = None if full is None else _Slice(full, pos, end)
+        found = _decode_batch([part], prior, p, mc, more, sites)[i]
         found = [replace(g, cds=tuple((a + pos, b + pos) for a, b in g.cds)) for g in found]
         if end == len(x):
             return genes + found
@@ -917,29 +974,40 @@ def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra,
         pos = q
 
 
-def _decode_batches(items, prior, p: DecoderParams, mc: _Machine, batch_size: int,
-                    max_batch_bases: int, extra=None, sites=None) -> dict[int, list]:
-    """:func:`_decode_items` without the windows: each item decoded whole."""
-    out: dict[int, list[SplicedGene]] = {}
-    j = 0
-    while j < len(items):
-        k = j + 1
-        while (k < len(items) and k - j < batch_size
-               and (k - j + 1) * len(items[k][2]) <= max_batch_bases):
-            k += 1
-        batch = items[j:k]
-        ems = [emissions(it[3], prior, p.floor) for it in batch]
-        if p.head_weight != 1.0:
-            for em in ems:
-                em *= p.head_weight
-        if extra is not None:
-            for (_, _, x, _), em in zip(batch, ems):
-                em[:, 1:7] += extra(x)
-        paths = _viterbi_batch([it[2] for it in batch], ems, p, sites=sites)
-        for (i, name, _, ch), em, path in zip(batch, ems, paths):
-            out[i] = _genes_from_path(path, ch, em, mc, name, p)
-        j = k
-    return out
+class _CodingExtra:
+    """``codes → weight × coding_tracks(coding, codes)``: the coding model's CDS scores (a
+    class, not a closure, so that worker processes can receive it)."""
+
+    def __init__(self, coding, weight: float):
+        self.coding, self.weight = coding, weight
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.weight * coding_tracks(self.coding, x)
+
+
+class _Slice:
+    """Scores of a window: ``full[a:b]``, whatever codes it is called with."""
+
+    def __init__(self, full: np.ndarray, a: int, b: int):
+        self.full, self.a, self.b = full, a, b
+
+    def __call__(self, _x) -> np.ndarray:
+        return self.full[self.a:self.b]
+
+
+def _decode_batch(batch, prior, p: DecoderParams, mc: _Machine, extra=None,
+                  sites=None) -> dict[int, list]:
+    """Genes of the items of one batch, decoded whole and together."""
+    ems = [emissions(it[3], prior, p.floor) for it in batch]
+    if p.head_weight != 1.0:
+        for em in ems:
+            em *= p.head_weight
+    if extra is not None:
+        for (_, _, x, _), em in zip(batch, ems):
+            em[:, 1:7] += extra(x)
+    paths = _viterbi_batch([it[2] for it in batch], ems, p, sites=sites)
+    return {i: _genes_from_path(path, ch, em, mc, name, p)
+            for (i, name, _, ch), em, path in zip(batch, ems, paths)}
 
 
 def decode(seq: bytes | str, probs_LC: np.ndarray, *, contig: str = "seq",

@@ -398,3 +398,21 @@ def test_window_settings_are_checked():
         with pytest.raises(ValueError, match="window"):
             sd.DecoderParams(window=window, window_overlap=overlap)
     sd.DecoderParams(window=0)
+
+
+def test_worker_processes_give_the_genes_of_one_process(data_root):
+    """Batches and long (windowed) records decoded side by side in worker processes, with the
+    coding model and its self-training round: the same genes as in one process."""
+    recs, probs = [], {}
+    for n, start in enumerate((20_000, 40_000, 60_000)):
+        seq, p = made_up_probs(data_root, start, n)
+        recs.append((f"r{n}", seq))
+        probs[f"r{n}"] = p
+    recs.append(("short", recs[0][1][:3000]))
+    probs["short"] = probs["r0"][:3000]
+    params = sd.DecoderParams(min_cds=60, window=5000, window_overlap=1000)
+    one = sd.decode_many(recs, probs, params=params, batch_size=1)
+    assert len(one) >= 10 and {g.contig for g in one} == {"r0", "r1", "r2", "short"}
+    assert sd.decode_many(recs, probs, params=params, batch_size=1, workers=2) == one
+    with pytest.raises(InputError, match="workers"):
+        sd.decode_many(recs, probs, workers=0)
