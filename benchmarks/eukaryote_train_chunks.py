@@ -151,12 +151,18 @@ def main(argv=None) -> None:
     ap.add_argument("--held-out", action="store_true",
                     help="decode each chunk with a coding model and splice-site matrices "
                          "fitted on the other species")
+    ap.add_argument("--splice-model", choices=("pwm", "lr"), default="pwm",
+                    help="with --held-out: splice sites as position weight matrices or as "
+                         "logistic regressions over wider windows with base pairs "
+                         "(splice_sites.fit_site_models)")
     ap.add_argument("--errors", action="store_true",
                     help="add the gene-level breakdown: genes with one call, split, missed; "
                          "merging calls; short first / last exons")
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--data-root", default=None)
     args = ap.parse_args(argv)
+    if args.splice_model != "pwm" and not args.held_out:
+        ap.error("--splice-model needs --held-out (the shipped sites are fitted on both chunks)")
     if args.coding_background != "all" and not args.held_out:
         ap.error("--coding-background needs --held-out (the shipped model's background is 'all')")
     fields = {f.name: f for f in sd.DecoderParams.__dataclass_fields__.values()}
@@ -189,8 +195,9 @@ def main(argv=None) -> None:
                             background=args.coding_background)
             from genoctx.heads import splice_sites as ss
 
-            sites = ss.fit_matrices([e for _, fa, ex in ss.load_examples(args.data_root)
-                                     if species not in fa for e in ex])
+            fit = ss.fit_matrices if args.splice_model == "pwm" else ss.fit_site_models
+            sites = fit([e for _, fa, ex in ss.load_examples(args.data_root)
+                         if species not in fa for e in ex])
         extra = [dict(zip([n for n, _ in sweeps], combo))
                  for combo in itertools.product(*[v for _, v in sweeps])]
         grid = [(f, h, w, x) for f in args.min_cds for h in args.head_weight

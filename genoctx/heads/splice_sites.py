@@ -1,26 +1,32 @@
-"""Splice-site position weight matrices for the spliced decoder, fitted on train eukaryotes.
+"""Splice-site models for the spliced decoder, fitted on train eukaryotes.
 
 The spliced decoder (:mod:`genoctx.heads.spliced_decoder`) lets an intron begin at any GT and
 end at any AG; which of them are real was left to the annotation head's probabilities. Real
 sites carry more than the dinucleotide: the donor's exon end and intron start (``MAG|GTRAGT``),
-the acceptor's pyrimidine-rich intron end (``YYYYNCAG|G``). These matrices score that context
-as a log-likelihood ratio, real site against any GT / AG with the same base composition, and
-the decoder adds it to the transition into (donor) and out of (acceptor) an intron.
+the acceptor's pyrimidine-rich intron end (``YYYYNCAG|G``). A :class:`SiteModel` scores that
+context, and the decoder adds the score to the transition into (donor) and out of (acceptor)
+an intron. Two fits:
+
+* :func:`fit_site_models` (shipped): logistic regressions of the real sites against every other
+  GT / AG within 3 kb of one, over donor −3 … +19 and acceptor −40 … +2, with a weight per
+  base and per pair of neighbouring bases; the score is the log-odds of "real" at even odds;
+* :func:`fit_matrices` (before): position weight matrices over donor −3 … +5 (9 bases) and
+  acceptor −14 … +1 (16 bases), log-likelihood against the base composition; the GT / AG
+  positions themselves carry no score (the decoder's gate already requires them).
 
 Fitted by ``python -m genoctx.heads.splice_sites`` on the coding introns (gaps between CDS
 parts) of the TRAIN-role eukaryote chunks of the data manifest (A. thaliana, D. melanogaster),
 read through the training role guard; it writes ``genoctx/heads/_splice_fitted.py``.
 
-Windows, in gene orientation, relative to the first intron base (donor) or the first exon base
-after the intron (acceptor): donor −3 … +5 (9 bases), acceptor −14 … +1 (16 bases); the GT / AG
-positions themselves carry no score (the decoder's gate already requires them).
-Legend: P = window positions, L = sequence length.
+Windows are in gene orientation, relative to the first intron base (donor) or the first exon
+base after the intron (acceptor). Legend: P = window positions, L = sequence length.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
@@ -33,6 +39,11 @@ ACCEPTOR = (-14, 2)   # window [t - 14, t + 2) around the exon base t after the 
 DONOR_FIXED = (3, 4)      # G, T
 ACCEPTOR_FIXED = (12, 13)  # A, G
 CLIP = 4.0
+# the discriminative models' windows, in the same coordinates: longer on the intron side
+DONOR_WIDE = (-3, 20)
+ACCEPTOR_WIDE = (-40, 3)
+LR_C = 0.05           # L2 strength of their logistic regression (sklearn's C)
+DECOY_SPAN = 3000     # decoy sites: other GT / AG this close to a real site
 
 
 def _windows(x: np.ndarray, pos: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -89,18 +100,112 @@ def fit_matrices(examples: list[tuple[np.ndarray, list[tuple[int, int]]]],
     return out[0], out[1]
 
 
-def _score(x: np.ndarray, pwm: np.ndarray, lo: int) -> np.ndarray:
-    """Sum of ``pwm`` over the window [t + lo, t + lo + P) for every t in 0..L, [L + 1]."""
-    n = len(x)
-    out = np.zeros(n + 1)
-    table = np.concatenate([pwm, np.zeros((len(pwm), 1))], axis=1)  # N scores 0
-    xp = np.full(n + 1 + len(pwm) + abs(lo) * 2, 4, dtype=np.uint8)
-    off = abs(lo)
-    xp[off:off + n] = x
-    t = np.arange(n + 1)
-    for p in range(len(pwm)):
-        out += table[p, xp[t + lo + p + off]]
-    return out
+@dataclass(frozen=True)
+class SiteModel:
+    """A linear score of the window ``[t + lo, t + lo + P)`` around a splice site at t.
+
+    ``mono [P, 4]``: one weight per position and base; ``di [P - 1, 4, 4]`` (optional): one per
+    pair of neighbouring bases (first-order dependencies, as a weight-array model); ``bias``:
+    added once. A window base outside the sequence or not ACGT scores 0 at every term it is in.
+    """
+
+    lo: int
+    mono: np.ndarray
+    di: np.ndarray | None = None
+    bias: float = 0.0
+
+    @property
+    def width(self) -> int:
+        return len(self.mono)
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """The score of the window at every t in 0..L, [L + 1]."""
+        n, lo, width = len(x), self.lo, self.width
+        off = abs(lo)
+        xp = np.full(n + 1 + width + off * 2, 4, dtype=np.uint8)
+        xp[off:off + n] = x
+        t = np.arange(n + 1) + lo + off
+        mono = np.concatenate([self.mono, np.zeros((width, 1))], axis=1)  # N scores 0
+        out = np.full(n + 1, float(self.bias))
+        for p in range(width):
+            out += mono[p, xp[t + p]]
+        if self.di is not None:
+            di = np.zeros((width - 1, 5, 5))
+            di[:, :4, :4] = self.di
+            for p in range(width - 1):
+                out += di[p, xp[t + p], xp[t + p + 1]]
+        return out
+
+    def window_scores(self, w: np.ndarray) -> np.ndarray:
+        """Scores of windows given as base codes ``[N, P]`` (4: outside or not ACGT), [N]."""
+        mono = np.concatenate([self.mono, np.zeros((self.width, 1))], axis=1)
+        out = self.bias + mono[np.arange(self.width)[None, :], w].sum(1)
+        if self.di is not None:
+            di = np.zeros((self.width - 1, 5, 5))
+            di[:, :4, :4] = self.di
+            out += di[np.arange(self.width - 1)[None, :], w[:, :-1], w[:, 1:]].sum(1)
+        return out
+
+
+def _site_positions(x: np.ndarray, kind: str) -> np.ndarray:
+    """Every GT (donor: the intron's first base) or AG (acceptor: the base after it) of ``x``."""
+    if kind == "donor":
+        return np.nonzero((x[:-1] == 2) & (x[1:] == 3))[0]
+    return np.nonzero((x[:-1] == 0) & (x[1:] == 2))[0] + 2
+
+
+def _one_hot(w: np.ndarray, di: bool) -> np.ndarray:
+    """Features of windows ``[N, P]``: one-hot bases [N, P * 4], then base pairs [N, (P-1) * 16]."""
+    n, width = w.shape
+    rows = np.arange(n)[:, None]
+    mono = np.zeros((n, width, 5), dtype=np.float32)
+    mono[rows, np.arange(width)[None, :], w] = 1.0
+    out = [mono[:, :, :4].reshape(n, -1)]
+    if di:
+        ok = (w[:, :-1] < 4) & (w[:, 1:] < 4)
+        code = np.where(ok, np.minimum(w[:, :-1], 3) * 4 + np.minimum(w[:, 1:], 3), 16)
+        pairs = np.zeros((n, width - 1, 17), dtype=np.float32)
+        pairs[rows, np.arange(width - 1)[None, :], code] = 1.0
+        out.append(pairs[:, :, :16].reshape(n, -1))
+    return np.concatenate(out, axis=1)
+
+
+def fit_site_models(examples: list[tuple[np.ndarray, list[tuple[int, int]]]],
+                    donor_window: tuple[int, int] = DONOR_WIDE,
+                    acceptor_window: tuple[int, int] = ACCEPTOR_WIDE,
+                    di: bool = True, c: float = LR_C, near: int = DECOY_SPAN
+                    ) -> tuple[SiteModel, SiteModel]:
+    """Donor and acceptor models fitted discriminatively: logistic regression (L2, ``c``) of
+    the real sites against every other GT / AG within ``near`` bases of a real site of the
+    same strand sequence (the decoys a gene's introns compete with), both classes weighted
+    equally, so a score is the log-odds of "real" at even prior odds."""
+    from sklearn.linear_model import LogisticRegression
+
+    out = []
+    for kind, (lo, hi), col in (("donor", donor_window, 0), ("acceptor", acceptor_window, 1)):
+        ws, ys = [], []
+        for x, introns in examples:
+            real = np.unique(np.array([i[col] for i in introns], dtype=np.int64))
+            if not len(real):
+                continue
+            cover = np.zeros(len(x) + 3, dtype=np.int32)
+            np.add.at(cover, np.maximum(real - near, 0), 1)
+            np.add.at(cover, np.minimum(real + near, len(x) + 2), -1)
+            cand = _site_positions(x, kind)
+            pos = np.union1d(cand[np.cumsum(cover)[cand] > 0], real)
+            ws.append(_windows(x, pos, lo, hi))
+            ys.append(np.isin(pos, real))
+        w, y = np.concatenate(ws), np.concatenate(ys)
+        lr = LogisticRegression(C=c, max_iter=5000, class_weight="balanced")
+        lr.fit(_one_hot(w, di), y)
+        coef = lr.coef_[0]
+        width = hi - lo
+        mono = coef[:width * 4].reshape(width, 4)
+        pairs = coef[width * 4:].reshape(width - 1, 4, 4) if di else None
+        out.append(SiteModel(lo, np.round(mono, 5),
+                             None if pairs is None else np.round(pairs, 5),
+                             round(float(lr.intercept_[0]), 5)))
+    return out[0], out[1]
 
 
 def transition_scores(x: np.ndarray, donor: np.ndarray, acceptor: np.ndarray
@@ -115,19 +220,33 @@ def transition_scores(x: np.ndarray, donor: np.ndarray, acceptor: np.ndarray
     """
     n = len(x)
     y = revcomp_codes(x)
-    don_x, acc_x = _score(x, donor, DONOR[0]), _score(x, acceptor, ACCEPTOR[0])
-    don_y, acc_y = _score(y, donor, DONOR[0]), _score(y, acceptor, ACCEPTOR[0])
+    donor, acceptor = as_model(donor, DONOR[0]), as_model(acceptor, ACCEPTOR[0])
+    don_x, acc_x = donor.score(x), acceptor.score(x)
+    don_y, acc_y = donor.score(y), acceptor.score(y)
     t = np.arange(n + 1)
     # forward intron [a, b): on the reverse complement it is [n - b, n - a); the gene's
     # acceptor (first exon base after it) is y position n - a, its donor is y position n - b
     return {1: (don_x, acc_x), -1: (acc_y[n - t], don_y[n - t])}
 
 
-def default_matrices() -> tuple[np.ndarray, np.ndarray]:
-    """The fitted donor and acceptor matrices (``_splice_fitted.py``)."""
+def as_model(site, lo: int) -> SiteModel:
+    """``site`` itself, or a position weight matrix ``[P, 4]`` starting at ``lo`` as a model."""
+    if isinstance(site, SiteModel):
+        return site
+    return SiteModel(lo, np.asarray(site, dtype=np.float64))
+
+
+def default_matrices() -> tuple[SiteModel, SiteModel]:
+    """The shipped donor and acceptor models (``_splice_fitted.py``, :func:`fit_site_models`)."""
     from genoctx.heads import _splice_fitted as f
 
-    return np.asarray(f.DONOR, dtype=np.float64), np.asarray(f.ACCEPTOR, dtype=np.float64)
+    return tuple(SiteModel(m["lo"], np.asarray(m["mono"], dtype=np.float64),
+                           np.asarray(m["di"], dtype=np.float64), float(m["bias"]))
+                 for m in (f.DONOR, f.ACCEPTOR))
+
+
+def _as_dict(m: SiteModel) -> dict:
+    return {"lo": m.lo, "mono": m.mono.tolist(), "di": m.di.tolist(), "bias": m.bias}
 
 
 def load_examples(data_root=None):
@@ -168,14 +287,17 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     data = load_examples(args.data_root)
     examples = [e for _, _, ex in data for e in ex]
-    donor, acceptor = fit_matrices(examples)
+    donor, acceptor = fit_site_models(examples)
     n = sum(len(i) for _, i in examples)
     manifest = load_manifest(resolve_data_root(args.data_root))
     files = [p for rel, fa, _ in data for p in (fa, rel)]
-    lines = [('"""Splice-site matrices fitted by `python -m genoctx.heads.splice_sites` '
-              '(do not edit).'), "", f"{n} coding introns of the train-role eukaryote chunks:"]
+    lines = [('"""Splice-site models fitted by `python -m genoctx.heads.splice_sites` '
+              '(do not edit).'), "",
+             (f"{n} coding introns of the train-role eukaryote chunks against the other GT / AG "
+              "near them:")]
     lines += [f"{p} sha256 {manifest[p].sha256}" for p in files]
-    lines += ['"""', "", f"DONOR = {donor.tolist()!r}", "", f"ACCEPTOR = {acceptor.tolist()!r}", ""]
+    lines += ['"""', "", f"DONOR = {_as_dict(donor)!r}", "", f"ACCEPTOR = {_as_dict(acceptor)!r}",
+              ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"{n} introns; wrote {args.out}")
 

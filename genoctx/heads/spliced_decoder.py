@@ -66,7 +66,7 @@ Transition log-probabilities come from geometric lengths (``DecoderParams``: mea
 exon and intron lengths; both strands equally likely), so mirrored paths score the same and the
 reverse complement of the input gives the mirrored genes. The path starts and ends in ``IG``.
 Entering and leaving an intron also scores the splice sites' context (``splice_weight`` × the
-log-likelihood ratios of :mod:`genoctx.heads.splice_sites`, fitted on the train eukaryotes): the
+log-odds of :mod:`genoctx.heads.splice_sites`, fitted on the train eukaryotes): the
 donor ``MAG|GTRAGT`` and the acceptor ``YYYY…CAG|G`` beyond the GT / AG the gates require.
 The CDS states' emissions are the head's log-scores × ``head_weight`` plus ``coding_weight`` ×
 the per-base log-odds of a coding model (:func:`coding_tracks`; by default the shipped
@@ -131,7 +131,12 @@ class DecoderParams:
     # × the splice-site matrices' log-odds (heads.splice_sites); 0: off. 8 rather than 1, chosen
     # on the train chunks held out by species (matrices and coding model fitted on the other
     # species): exon F1 0.799 / 0.459 → 0.828 / 0.475, intron F1 0.517 / 0.392 → 0.546 / 0.403
-    # (A. thaliana / D. melanogaster; benchmarks/eukaryote_train_chunks.py --held-out)
+    # (A. thaliana / D. melanogaster; benchmarks/eukaryote_train_chunks.py --held-out). The
+    # sites are scored since by logistic regressions over wider windows with base pairs
+    # (splice_sites.fit_site_models): held out the same way, at × 1 / 2 / 4 / 8 exon F1
+    # 0.826 / 0.838 / 0.851 / 0.862 and 0.672 / 0.682 / 0.696 / 0.712, intron F1
+    # 0.546 / 0.560 / 0.577 / 0.598 and 0.515 / 0.509 / 0.511 / 0.496; × 8 kept (the matrices
+    # at × 8: exon F1 0.853 / 0.693, intron F1 0.587 / 0.485; --splice-model pwm / lr)
     splice_weight: float = 8.0
     # × the head's log-scores and × a coding model's per-base log-odds (the shipped
     # heads.eukaryote_coding model, fitted on the train chunks' CDS; 0: off). Chosen on the
