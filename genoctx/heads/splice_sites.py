@@ -118,31 +118,37 @@ class SiteModel:
     def width(self) -> int:
         return len(self.mono)
 
+    def _tables(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``mono`` as [P, 5] and ``di`` as [P - 1, 5, 5], base code 4 (N, outside) scoring 0."""
+        mono = np.zeros((self.width, 5))
+        mono[:, :4] = self.mono
+        if self.di is None:
+            return mono, None
+        di = np.zeros((self.width - 1, 5, 5))
+        di[:, :4, :4] = self.di
+        return mono, di
+
     def score(self, x: np.ndarray) -> np.ndarray:
-        """The score of the window at every t in 0..L, [L + 1]."""
-        n, lo, width = len(x), self.lo, self.width
-        off = abs(lo)
-        xp = np.full(n + 1 + width + off * 2, 4, dtype=np.uint8)
+        """The score of the window at every t in 0..L, [L + 1] (one pass per term, no
+        [L, P] window array: this runs on whole records)."""
+        n, off = len(x), abs(self.lo)
+        xp = np.full(n + 1 + self.width + off * 2, 4, dtype=np.uint8)
         xp[off:off + n] = x
-        t = np.arange(n + 1) + lo + off
-        mono = np.concatenate([self.mono, np.zeros((width, 1))], axis=1)  # N scores 0
+        t = np.arange(n + 1) + self.lo + off
+        mono, di = self._tables()
         out = np.full(n + 1, float(self.bias))
-        for p in range(width):
+        for p in range(self.width):
             out += mono[p, xp[t + p]]
-        if self.di is not None:
-            di = np.zeros((width - 1, 5, 5))
-            di[:, :4, :4] = self.di
-            for p in range(width - 1):
+        if di is not None:
+            for p in range(self.width - 1):
                 out += di[p, xp[t + p], xp[t + p + 1]]
         return out
 
     def window_scores(self, w: np.ndarray) -> np.ndarray:
         """Scores of windows given as base codes ``[N, P]`` (4: outside or not ACGT), [N]."""
-        mono = np.concatenate([self.mono, np.zeros((self.width, 1))], axis=1)
+        mono, di = self._tables()
         out = self.bias + mono[np.arange(self.width)[None, :], w].sum(1)
-        if self.di is not None:
-            di = np.zeros((self.width - 1, 5, 5))
-            di[:, :4, :4] = self.di
+        if di is not None:
             out += di[np.arange(self.width - 1)[None, :], w[:, :-1], w[:, 1:]].sum(1)
         return out
 
@@ -198,7 +204,7 @@ def fit_site_models(examples: list[tuple[np.ndarray, list[tuple[int, int]]]],
         w, y = np.concatenate(ws), np.concatenate(ys)
         lr = LogisticRegression(C=c, max_iter=5000, class_weight="balanced")
         lr.fit(_one_hot(w, di), y)
-        coef = lr.coef_[0]
+        coef = lr.coef_[0].astype(np.float64)
         width = hi - lo
         mono = coef[:width * 4].reshape(width, 4)
         pairs = coef[width * 4:].reshape(width - 1, 4, 4) if di else None
@@ -208,8 +214,8 @@ def fit_site_models(examples: list[tuple[np.ndarray, list[tuple[int, int]]]],
     return out[0], out[1]
 
 
-def transition_scores(x: np.ndarray, donor: np.ndarray, acceptor: np.ndarray
-                      ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def transition_scores(x: np.ndarray, donor: SiteModel | np.ndarray,
+                      acceptor: SiteModel | np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Scores of an intron starting / ending at each forward position t, for each strand.
 
     ``{strand: (start_L1, end_L1)}``, arrays of length L + 1: ``start[t]`` scores an intron
@@ -236,7 +242,7 @@ def as_model(site, lo: int) -> SiteModel:
     return SiteModel(lo, np.asarray(site, dtype=np.float64))
 
 
-def default_matrices() -> tuple[SiteModel, SiteModel]:
+def default_site_models() -> tuple[SiteModel, SiteModel]:
     """The shipped donor and acceptor models (``_splice_fitted.py``, :func:`fit_site_models`)."""
     from genoctx.heads import _splice_fitted as f
 

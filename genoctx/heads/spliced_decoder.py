@@ -588,9 +588,9 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
                                                back * (S + 1) + src - mc.exon_slot)))
     site = None
     if p.splice_weight:
-        from genoctx.heads.splice_sites import default_matrices, transition_scores
+        from genoctx.heads.splice_sites import default_site_models, transition_scores
 
-        donor, acceptor = default_matrices() if sites is None else sites
+        donor, acceptor = default_site_models() if sites is None else sites
         site = {k: np.zeros((B, Lmax + 1)) for k in mc.site_cols}
         for b, x in enumerate(codes):
             for s, (start, end) in transition_scores(x, donor, acceptor).items():
@@ -804,7 +804,7 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
             log-odds, × ``params.coding_weight``, join the CDS emissions (the head's, ×
             ``params.head_weight``); default: the shipped one
             (:mod:`genoctx.heads.eukaryote_coding`).
-        sites: ``(donor, acceptor)`` splice-site matrices (:mod:`genoctx.heads.splice_sites`),
+        sites: ``(donor, acceptor)`` splice-site models or matrices (:mod:`genoctx.heads.splice_sites`),
             × ``params.splice_weight``; default: the shipped ones.
         batch_size: most records per batch.
         max_batch_bases: most ``records × padded length`` per batch (bounds the back-pointer

@@ -14,7 +14,7 @@ def test_shipped_models_are_what_the_fit_gives(data_root):
     assert {rel for rel, _, _ in data} == {"genomes/eukaryote_chunks/A.thaliana.gff.gz",
                                            "genomes/eukaryote_chunks/D.melanogaster.gff.gz"}
     fitted = ss.fit_site_models([e for _, _, ex in data for e in ex])
-    for got, shipped in zip(fitted, ss.default_matrices()):
+    for got, shipped in zip(fitted, ss.default_site_models()):
         assert got.lo == shipped.lo
         np.testing.assert_allclose(got.mono, shipped.mono, atol=2e-4)
         np.testing.assert_allclose(got.di, shipped.di, atol=2e-4)
@@ -23,7 +23,7 @@ def test_shipped_models_are_what_the_fit_gives(data_root):
 
 def test_models_hold_the_splice_consensus():
     """MAG|GTRAGT and YYYY...CAG|G, learned from data, not written in."""
-    donor, acceptor = ss.default_matrices()
+    donor, acceptor = ss.default_site_models()
     A, C, G, T = range(4)
     d, a = donor.mono, acceptor.mono
 
@@ -94,7 +94,7 @@ def test_role_guard_is_asked_for_every_file(monkeypatch, data_root):
 def test_minus_strand_scores_read_the_reverse_complement():
     rng = np.random.default_rng(0)
     x = rng.integers(0, 4, 400).astype(np.uint8)
-    donor, acceptor = ss.default_matrices()
+    donor, acceptor = ss.default_site_models()
     sc = ss.transition_scores(x, donor, acceptor)
     n, y = len(x), revcomp_codes(x)
 
