@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -45,10 +43,11 @@ def annotate(
     regions: Path | None = typer.Option(None, "--regions", help="BED file of regions."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Output prefix (default: the input "
                                     "name without its extension)."),
-    formats: str = typer.Option("gff3,bed,bedgraph", "--formats",
-                                help="Comma-separated: gff3, bed, bedgraph, bigwig (per-base tracks "
-                                "as .bw), faa (proteins), ffn (coding sequences), gbk "
-                                "(GenBank with the bases)."),
+    formats: str | None = typer.Option(None, "--formats",
+                                       help="Comma-separated: gff3, bed, bedgraph, bigwig "
+                                       "(per-base tracks as .bw), faa (proteins), ffn (coding "
+                                       "sequences), gbk (GenBank with the bases). Default: "
+                                       "gff3,bed,bedgraph (gff3,bed with --model none)."),
     model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a checkpoint "
                               "directory, or 'none' (sequence-only decoding)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -99,10 +98,7 @@ def annotate(
     from genoctx.heads.annotate import annotate_fasta, write_annotation
     from genoctx.io.fasta import FastaFile
 
-    chosen = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
-    bad = [f for f in chosen if f not in FORMATS]
-    if bad or not chosen:
-        raise InputError(f"unknown format(s) {', '.join(bad) or '(none)'}; choose from {', '.join(FORMATS)}")
+    chosen = choose_formats(formats, model)
     if context < 256 or not 0 <= overlap < context - 1:
         raise InputError("--context must be at least 256 and --overlap in [0, context - 1) "
                          "(a window holds context - 1 bases after BOS)")
@@ -127,11 +123,13 @@ def annotate(
 
         check_locus_tag(locus_tag)
     workers = threads or available_cores()
-    from_stdin = str(input) == "-"
-    prefix = output_prefix(out, "stdin" if from_stdin else input.name)
-    with _spooled_stdin() if from_stdin else contextlib.nullcontext(input) as given, \
-            _flatfile_as_fasta(given, "standard input" if from_stdin else str(input)) as \
-            (source, rings):
+    from genoctx.io.spool import is_stream, rereadable, shown_name
+
+    # a pipe's name (/dev/fd/63) says nothing: its outputs are named as standard input's
+    piped = is_stream(input) and (str(input) == "-" or input.name.isdigit())
+    prefix = output_prefix(out, "stdin" if piped else input.name)
+    with rereadable(input, name="stdin.fa") as given, \
+            _flatfile_as_fasta(given, shown_name(input)) as (source, rings):
         if not circular and (circular_declared or not quiet) and source == given:
             from genoctx.io.fasta import circular_headers  # FASTA: Unicycler's or NCBI's tags
 
@@ -167,6 +165,26 @@ def annotate(
             typer.echo("gene statistics started from pre-trained decoder model(s) "
                        f"{', '.join(bank)} (--procedure single self-trains on the input)",
                        err=True)
+
+
+def choose_formats(formats: str | None, model: str) -> tuple[str, ...]:
+    """The outputs to write: ``--formats`` checked, or the default. The tracks (bedGraph,
+    bigWig) are the model's per-base probabilities, so ``--model none`` has none to write:
+    its default leaves them out and asking for them is refused."""
+    tracks = ("bedgraph", "bigwig")
+    if formats is None:
+        formats = "gff3,bed" if model == "none" else "gff3,bed,bedgraph"
+    chosen = tuple(dict.fromkeys(f.strip().lower() for f in formats.split(",") if f.strip()))
+    bad = [f for f in chosen if f not in FORMATS]
+    if bad or not chosen:
+        raise InputError(f"unknown format(s) {', '.join(bad) or '(none)'}; choose from "
+                         f"{', '.join(FORMATS)}")
+    asked = [f for f in chosen if f in tracks]
+    if model == "none" and asked:
+        raise InputError(f"--formats {','.join(asked)}: the tracks are the model's per-base "
+                         "probabilities, and --model none runs no model; drop them from "
+                         "--formats or use the model (--model embedded)")
+    return chosen
 
 
 def annotation_targets(targets: list, order: list[str]) -> list:
@@ -267,20 +285,6 @@ def _flatfile_as_fasta(path: Path, shown: str):
             yield fasta, rings
         except InputError as exc:
             raise InputError(str(exc).replace(str(fasta), shown).replace(str(path), shown)) from None
-
-
-@contextlib.contextmanager
-def _spooled_stdin():
-    """Standard input (FASTA, plain or gzip) copied to a temporary file, which random access
-    and the sequence outputs read; removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="genoctx-stdin-") as tmp:
-        path = Path(tmp) / "stdin.fa"
-        with open(path, "wb") as fh:
-            shutil.copyfileobj(sys.stdin.buffer, fh, 1 << 20)
-        try:
-            yield path
-        except InputError as exc:  # name the input as the user gave it
-            raise InputError(str(exc).replace(str(path), "standard input")) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -67,7 +67,10 @@ def embed(
     from genoctx.cli.common import resolve_device
 
     dev = resolve_device(device)
-    ids, where = read_tokens(input, region)
+    from genoctx.io.spool import rereadable
+
+    with rereadable(input) as path:
+        ids, where = read_tokens(path, region)
     net = GenoCtxModel.from_pretrained(model, device=dev)
     try:
         net.segment_length(segment_len, len(ids) + 1)

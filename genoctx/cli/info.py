@@ -136,7 +136,11 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Describe a file: contigs, lengths, N content, soft-masked fraction, GC."""
-    data = describe(input)
+    from genoctx.io.spool import rereadable, shown_name
+
+    with rereadable(input) as path:
+        data = describe(path)
+    data["path"] = shown_name(input)
     if as_json:
         typer.echo(json.dumps(data, indent=2, default=str))
     elif "records" in data and "totals" in data:

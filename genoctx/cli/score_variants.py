@@ -5,7 +5,8 @@ Every record is copied with these INFO fields added (declared in the header):
 - ``GCX_DLL`` (Number=A, Float): alt − ref log-likelihood of the window, mean of both strands
   (:mod:`genoctx.heads.variant`);
 - ``GCX_CLASS`` (Number=1, String): annotation class at POS, from ``--annotation``, else from the
-  checkpoint's annotation head, else ``.``;
+  genes the decoder predicts (below; so the class and the consequence agree), with the RNA
+  classes of the checkpoint's annotation head outside them;
 - ``GCX_CONSEQ`` (Number=A, String): consequence of each ALT (:mod:`genoctx.heads.consequence`)
   from ``--annotation``, else from the genes the decoder predicts on the reference around the
   variants (each circle whole with ``--circular`` / ``--circular-declared``, genes across its
@@ -96,7 +97,7 @@ def _header_lines(context: int, ann: _Annotator, provenance: str, supervised: bo
         lines.append('##INFO=<ID=GCX_SCORE,Number=A,Type=Float,Description="genoctx: score of '
                      'the supervised variant head">')
     lines += [(f'##FILTER=<ID={FILTER_MISMATCH},Description="genoctx: REF differs from the '
-               'reference FASTA; not scored">'),
+               'reference FASTA, or runs past the end of its sequence; not scored">'),
               (f'##FILTER=<ID={FILTER_UNKNOWN},Description="genoctx: contig missing from the '
                'reference FASTA; not scored">'),
               f"##genoctx_score_variants=<{provenance}>"]
@@ -285,6 +286,19 @@ def _survey(vcf: Path, fa, collector, declared: Collection[str] = ()) -> int:
     return n
 
 
+def _warn_lengths(declared: dict[str, int | None], lengths: dict[str, int]) -> None:
+    """Warn (on stderr, even with --quiet) when the VCF header's ``##contig`` lengths disagree
+    with the reference's: the variants were likely called on another assembly, and their REF
+    checks will fail or, worse, pass by chance."""
+    off = [(c, n, lengths[c]) for c, n in declared.items()
+           if n is not None and c in lengths and n != lengths[c]]
+    if off:
+        c, n, m = off[0]
+        more = f" and {len(off) - 1} more" if len(off) > 1 else ""
+        print(f"genoctx: warning: the VCF header says {c} is {n:,} bp, the reference "
+              f"{m:,} bp{more}: were the variants called on another assembly?", file=sys.stderr)
+
+
 def _load_model(model: str, device: str, want_head: bool):
     """``(backbone, head or None, sha256)``; the head only when wanted and present."""
     from genoctx.heads.annotation import HEAD_CONFIG, HEAD_WEIGHTS, load_annotation_model
@@ -321,8 +335,9 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
         pred = predict_gene_model(fa, targets, backbone=backbone, head=head,
                                   batch_size=max(1, batch_size // 4), progress=bar.advance,
                                   params=params, circular=ring)
-    klass_source = "the model's annotation head" if head is not None else "nothing (no annotation)"
     conseq_source = "genes predicted on the reference by the genoctx decoder"
+    klass_source = conseq_source + (" (RNA classes from the model's annotation head)"
+                                    if head is not None else "")
     circles = sorted(ring & {t.contig for t in targets})
     if circles:  # which sequences were read as circles (genes may cross their origin)
         conseq_source += (f", circular sequences read whole: {', '.join(circles[:5])}".replace(
@@ -371,8 +386,9 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     with contextlib.ExitStack() as stack:
         vcf = stack.enter_context(_rereadable(vcf))
         with _records(vcf) as vf:  # missing / not VCF / unreadable header: fail before work
-            declared = set(vf.header.contigs)
+            declared = {c: vf.header.contigs[c].length for c in vf.header.contigs}
         fa = stack.enter_context(FastaFile(reference))
+        _warn_lengths(declared, fa.lengths)
         backbone, head, sha = _load_model(model, device, want_head=annotation is None)
         collector = TargetCollector(fa.lengths) if annotation is None else None
         total = _survey(vcf, fa, collector, declared)
@@ -515,7 +531,8 @@ def score_variants_cmd(
                                 "(equal flanks; clipped at contig ends)."),
     annotation: Path | None = typer.Option(None, "--annotation", "-a", help="Gene models "
                                            "(GFF3, GTF or GenBank) for GCX_CLASS and GCX_CONSEQ; "
-                                           "default: genes predicted on the reference."),
+                                           "default: genes predicted on the reference (and "
+                                           "the model head's RNA classes outside them)."),
     model: str = typer.Option("embedded", "--model", help="'embedded' (shipped) or a "
                               "checkpoint directory."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -542,6 +559,18 @@ def score_variants_cmd(
         raise InputError("--circular makes every sequence a circle, --circular-declared only the "
                          "sequences that say they are: give one of them")
     _check_circular(circular or circular_declared, annotation)
+    from genoctx.io.spool import rereadable
+
+    with rereadable(reference, name="reference.fa") as ref:
+        _score_variants(variants, ref, out, model, context, annotation, batch_size, device,
+                        translation_table, circular, circular_declared, quiet)
+
+
+def _score_variants(variants, reference, out, model, context, annotation, batch_size, device,
+                    translation_table, circular, circular_declared, quiet) -> None:
+    from genoctx.cli.common import resolve_device
+    from genoctx.io.fasta import circular_headers
+
     rings: list[str] = []
     # the hint alone reads a bacterial-sized reference's headers, never a large genome's
     hint = not quiet and reference.is_file() and reference.stat().st_size <= HINT_MAX_BYTES

@@ -14,6 +14,7 @@ Windows never cross a region or contig boundary.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -216,11 +217,16 @@ def tokenize(
         raise InputError(f"--context is at most {DEFAULT_CONTEXT:,} tokens (got {context:,})")
     plan_windows(0, context, overlap)  # validates context/overlap before any reading
     tok = KmerTokenizer(6 if k is None else k) if kind is Kind.kmer else None
-    with FastaFile(reference if kind is Kind.pileup else input) as fa:
+    from genoctx.io.spool import rereadable
+
+    with rereadable(input) as given, \
+            rereadable(reference, name="reference") if kind is Kind.pileup \
+            else contextlib.nullcontext(None) as ref, \
+            FastaFile(ref if kind is Kind.pileup else given) as fa:
         targets = resolve_targets(fa, region, regions)
         with progress_bar(f"tokenize {input.name}", total=None, quiet=quiet) as bar:
             if kind is Kind.pileup:
-                result = _fill_pileup(input, fa.path, targets, context, overlap, bar)
+                result = _fill_pileup(given, fa.path, targets, context, overlap, bar)
             else:
                 result = _fill_sequence(fa, targets, kind, tok, context, overlap, bar)
     if result is None or len(result.tokens) == 0:

@@ -98,6 +98,20 @@ def _check_contigs(calls: list, truth: list, what: str) -> None:
                          f"{sorted(tc)[:3]}); rename the sequences so they agree")
 
 
+def _check_sequences(lengths: dict[str, int] | None, truth: list, fasta: str) -> None:
+    """Refuse a FASTA none of whose sequences the truth annotates (the per-base scores would
+    compare the truth with nothing), or one shorter than a truth gene's end."""
+    names = {g.contig for g in truth}
+    if not lengths or not names & set(lengths):
+        raise InputError(f"{fasta} and the truth share no contig names ({sorted(lengths or {})[:3]}"
+                         f" vs {sorted(names)[:3]}); rename the sequences so they agree")
+    for g in truth:
+        n = lengths.get(g.contig)
+        if n is not None and g.end > n and not g.joined:
+            raise InputError(f"the truth has a gene on {g.contig} ending at {g.end:,}, past the "
+                             f"{n:,} bp of that sequence in {fasta}: is it the same assembly?")
+
+
 def across_origin(g, lengths: dict[str, int]) -> bool:
     """Whether call ``g`` spans the origin of its circular contig: GFF3's one row ending past
     the contig's length (as ``genoctx annotate --circular`` writes it), or two pieces, one from
@@ -155,6 +169,8 @@ def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
         if lengths:
             lengths = {aliases.get(c, c): n for c, n in lengths.items()}
         _check_contigs(calls, true, str(pred_path))
+        if fasta is not None:
+            _check_sequences(lengths, true, str(fasta))
         ring = [bool(lengths) and across_origin(g, lengths) for g in calls]
         crossing = sum(ring)
         calls = [g for g, r in zip(calls, ring) if not r]
@@ -191,6 +207,7 @@ def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1
         fa = FastaFile(fa_path)
         aliases = contig_aliases(fa.lengths, {g.contig for g in true})
         lengths = {aliases.get(c, c): n for c, n in fa.lengths.items()}
+        _check_sequences(lengths, true, str(fa_path))
         records = [(aliases.get(c, c), fa.fetch(c, 0, n)) for c, n in fa.lengths.items() if n > 0]
         for name, seq in records:
             check_nucleotide(name, seq, fa_path)

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -117,7 +118,15 @@ class BenchContext:
         """
         from genoctx.io.dataroot import TRAINABLE_ROLES, role_of
 
+        from genoctx.io.spool import is_stream
+
         path = Path(path)
+        if is_stream(path):
+            raise InputError(f"{path} is a pipe or a device, not a file: an evaluation records "
+                             "every input's path and sha256 so that it can be run again; save "
+                             "it to a file first")
+        if path.is_dir():
+            raise InputError(f"{path} is a folder, not a file")
         if not path.is_file():
             raise InputError(f"{path} not found")
         try:
@@ -228,13 +237,42 @@ def run_jobs(jobs: list[tuple[str, Callable[[BenchContext], BenchResult]]], *, o
              quick: bool = False, quiet: bool = False, command: str | None = None) -> dict:
     """Run ``(name, run)`` jobs with one context; write metrics.json and report.md."""
     names = [n for n, _ in jobs]
-    root = data_root
     out = Path(out)
+    made = _missing_folders(out)
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run_jobs(jobs, names, out, model=model, data_root=data_root, device=device,
+                         seed=seed, quick=quick, quiet=quiet, command=command)
+    except BaseException:
+        _remove_if_empty(made)  # a failed run leaves no empty --out folder behind
+        raise
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first."""
+    made = []
+    while not path.exists() and path != path.parent:
+        made.append(path)
+        path = path.parent
+    return made
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove the folders a run made (deepest first) that hold nothing but empty folders."""
+    import os
+
+    for top in reversed(folders):  # the outermost one the run made
+        if top.is_dir() and not any(files for _, _, files in os.walk(top)):
+            shutil.rmtree(top, ignore_errors=True)
+            return
+
+
+def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
+              command) -> dict:
     import numpy as np
     import torch
 
-    ctx = BenchContext(data_root=root, out=out, model=model, device=device, seed=seed,
+    ctx = BenchContext(data_root=data_root, out=out, model=model, device=device, seed=seed,
                        quick=quick, quiet=quiet)
     manifest = {
         "genoctx_version": _versions().get("genoctx"),

@@ -537,6 +537,19 @@ class PredictedAnnotation:
     class_tracks: dict[str, list[tuple[int, np.ndarray]]]  # contig -> [(start, argmax ids)]
 
     def klass(self, contig: str, pos: int) -> str:
+        """The class at ``pos`` (of a predicted target) from the predicted genes, so that it
+        agrees with their consequences: a coding class with its codon position inside a
+        predicted gene; elsewhere the head's RNA class (tRNA, rRNA, ncRNA) where it has one,
+        else ``intergenic``. ``'.'`` where two predicted genes disagree on the codon position."""
+        genes = self.genes.klass(contig, pos)
+        if genes == "." and contig not in self.genes._classes:
+            genes = "intergenic"  # no gene predicted on this contig
+        if genes != "intergenic":
+            return genes
+        head = self.head_class(contig, pos)
+        return head if head.startswith(("tRNA", "rRNA", "ncRNA")) else genes
+
+    def head_class(self, contig: str, pos: int) -> str:
         """The head's most probable class at ``pos``; ``'.'`` without a head or outside targets."""
         from genoctx.heads.classes import CLASSES
 

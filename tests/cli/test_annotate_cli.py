@@ -832,3 +832,17 @@ def test_a_large_input_hears_that_the_model_runs_for_the_tracks_alone(example_fa
     monkeypatch.setattr(ann, "TRACKS_NOTE_BP", 50_000)
     code, _, err = cli(["annotate", example_fasta, "--device", "cpu", "--out", tmp_path / "c"])
     assert code == 0 and said not in err
+
+
+def test_tracks_without_a_model_are_refused(cli, tmp_path, example_fasta):
+    """The tracks are the model's probabilities: --model none writes GFF3 and BED by default
+    and refuses a request for tracks instead of exiting 0 having written nothing."""
+    for formats in ("bigwig", "gff3,bedgraph"):
+        code, _, err = cli(["annotate", example_fasta, "--model", "none", "--formats", formats,
+                            "--out", tmp_path / formats.replace(",", "_"), "-q"])
+        assert code == 2 and "--model none runs no model" in err
+    assert not list(tmp_path.iterdir())
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--out", tmp_path / "d"])
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.bed", "d.gff3"]
+    assert f"wrote {tmp_path / 'd.gff3'}, {tmp_path / 'd.bed'}" in err

@@ -414,3 +414,52 @@ def test_records_only_on_missing_contigs_of_a_fitting_vcf_are_filtered(cli, tmp_
                           "--context", CONTEXT, "-q"])
     assert code == 0, err
     assert [r[6] for r in _records(out)] == ["GCX_UNKNOWN_CONTIG"]
+
+
+def test_predicted_classes_agree_with_the_consequences(cli, tmp_path, pcp1, model_dir):
+    """Without --annotation, GCX_CLASS and GCX_CONSEQ come from the same predicted genes: a
+    coding consequence sits on a CDS class (of a predicted gene), a noncoding one never does,
+    whatever an annotation head's own per-base argmax says."""
+    from genoctx.heads.annotation import AnnotationHead, AnnotationHeadConfig, save_annotation_model
+
+    torch.manual_seed(3)  # an untrained head: its argmax says CDS where no gene is called
+    backbone = GenoCtxModel.from_config(get_config("tiny", num_layers=1))
+    head = AnnotationHead(AnnotationHeadConfig(in_dim=2 * backbone.config.d_model, hidden=16))
+    save_annotation_model(tmp_path / "ah", backbone, head)
+    with FastaFile(pcp1) as fa:
+        contig = fa.contigs[0]
+        seq = fa.fetch(contig).decode().upper()
+    sites = range(40, len(seq) - 40, 97)
+    vcf = write_vcf(tmp_path / "s.vcf", contig, len(seq),
+                    [f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t." for p in sites])
+    coding = {"synonymous", "missense", "nonsense", "stop_lost", "start_lost"}
+    seen = set()
+    for model in (model_dir, tmp_path / "ah"):  # genes from the sequence; from a (bad) head
+        code, out, err = cli(["score-variants", vcf, "-R", pcp1, "--model", model,
+                              "--context", CONTEXT, "--device", "cpu", "-q"])
+        assert code == 0, err
+        pairs = [(info["GCX_CLASS"], info["GCX_CONSEQ"]) for info in
+                 (dict(kv.split("=") for kv in ln.split("\t")[7].split(";"))
+                  for ln in out.splitlines() if not ln.startswith("#"))]
+        assert len(pairs) == len(sites)
+        for klass, conseq in pairs:
+            assert klass.startswith("CDS") == (conseq in coding), (model.name, klass, conseq)
+            seen.add(klass[:3])
+    assert seen >= {"CDS", "int"}
+
+
+def test_header_lengths_unlike_the_reference_are_warned(cli, tmp_path, human_ref, model_dir):
+    seq = FastaFile(human_ref).fetch("17").decode()
+    row = f"17\t101\t.\t{seq[100]}\t{other(seq[100])}\t.\t.\t."
+    past = f"17\t{len(seq) + 5}\t.\tA\tC\t.\t.\t."  # past the reference's end
+    for length, warned in ((len(seq), False), (len(seq) + 1000, True)):
+        vcf = write_vcf(tmp_path / f"{length}.vcf", "17", length, [row, past])
+        code, out, err = cli(["score-variants", vcf, "-R", human_ref, "--model", model_dir,
+                              "--context", CONTEXT, "-q"])
+        assert code == 0, err
+        assert ("warning: the VCF header says 17 is" in err) == warned
+        if warned:
+            assert f"{length:,} bp, the reference {len(seq):,} bp" in err
+        body = [ln.split("\t") for ln in out.splitlines() if not ln.startswith("#")]
+        assert [cols[6] for cols in body] == [".", "GCX_REF_MISMATCH"]
+        assert "runs past the end of its sequence" in out

@@ -1,0 +1,203 @@
+"""Every command reads its sequence inputs from a pipe (``/dev/fd/N``, as ``<(zcat ...)``
+gives) or ``-`` (standard input) exactly as from the file: a pipe can be read once only, and
+every reader sniffs the format first and opens the file again."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from genoctx.io.spool import is_stream, rereadable
+from genoctx.io.writers import read_gff3_genes
+from genoctx.model.config import get_config
+from genoctx.model.model import GenoCtxModel
+
+
+@contextlib.contextmanager
+def piped(data: bytes):
+    """A pipe's path (``/dev/fd/N``) that yields ``data`` once, fed by a thread (any size)."""
+    read, write = os.pipe()
+
+    def feed():
+        with os.fdopen(write, "wb") as fh:
+            fh.write(data)
+
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    try:
+        yield f"/dev/fd/{read}"
+    finally:
+        os.close(read)
+        t.join(timeout=10)
+
+
+@pytest.fixture
+def stdin(monkeypatch):
+    def put(data: bytes):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+    return put
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("model") / "m"
+    GenoCtxModel.from_config(get_config("tiny", num_layers=1)).save_pretrained(path)
+    return path
+
+
+def test_rereadable_copies_a_pipe_and_leaves_a_file(tmp_path, example_fasta):
+    data = example_fasta.read_bytes()
+    assert not is_stream(example_fasta) and not is_stream(tmp_path) and is_stream("-")
+    with rereadable(example_fasta) as path:
+        assert path == example_fasta
+    with piped(data) as fd:
+        assert is_stream(fd)
+        with rereadable(fd, name="x.fa") as path:
+            assert path.name == "x.fa" and path.read_bytes() == data == path.read_bytes()
+        assert not path.exists()  # removed afterwards
+
+
+def test_info_reads_a_pipe_and_stdin(cli, example_fasta, stdin):
+    def run(source):
+        code, out, err = cli(["info", source, "--json"])
+        assert code == 0, err
+        return json.loads(out)
+
+    want = run(example_fasta)
+    gz = gzip.compress(example_fasta.read_bytes())
+    with piped(gz) as fd:
+        got = run(fd)
+    assert got["path"] == fd and got["compression"] == "gzip"
+    assert got["records"] == want["records"] and got["totals"] == want["totals"]
+    stdin(example_fasta.read_bytes())
+    got = run("-")
+    assert got["path"] == "standard input" and got["records"] == want["records"]
+
+
+def test_tokenize_reads_a_pipe_and_stdin(cli, tmp_path, example_fasta, stdin):
+    def run(source, name):
+        out = tmp_path / f"{name}.npz"
+        code, _, err = cli(["tokenize", source, "-o", out, "--context", "4096", "-q"])
+        assert code == 0, err
+        return np.load(out)
+
+    want = run(example_fasta, "file")
+    with piped(example_fasta.read_bytes()) as fd:
+        got = run(fd, "pipe")
+    assert str(got["source"]) == fd
+    np.testing.assert_array_equal(got["tokens"], want["tokens"])
+    np.testing.assert_array_equal(got["starts"], want["starts"])
+    stdin(gzip.compress(example_fasta.read_bytes()))
+    got = run("-", "stdin")
+    np.testing.assert_array_equal(got["tokens"], want["tokens"])
+
+
+def test_a_piped_error_names_the_pipe(cli, tmp_path, stdin):
+    stdin(b">p\nACGT\n>p\nACGT\n")  # the same name twice
+    code, _, err = cli(["tokenize", "-", "-o", tmp_path / "t.npz", "-q"])
+    assert code == 2 and "standard input" in err and "genoctx-input-" not in err
+
+
+def test_embed_reads_a_pipe(cli, tmp_path, example_fasta, model_dir):
+    def run(source, name):
+        out = tmp_path / f"{name}.npy"
+        code, _, err = cli(["embed", source, "-o", out, "--model", model_dir, "--device", "cpu",
+                            "--pool", "mean", "-r", "gi|45478711|ref|NC_005816.1|:1-2000",
+                            "-q"])
+        assert code == 0, err
+        return np.load(out)
+
+    want = run(example_fasta, "file")
+    with piped(example_fasta.read_bytes()) as fd:
+        np.testing.assert_array_equal(run(fd, "pipe"), want)
+
+
+def test_annotate_reads_a_pipe(cli, tmp_path, example_fasta, monkeypatch):
+    args = ["--model", "none", "--formats", "gff3", "-q"]
+    assert cli(["annotate", example_fasta, "--out", tmp_path / "file", *args])[0] == 0
+    want = [(g.contig, g.strand, g.start, g.end) for g in read_gff3_genes(tmp_path / "file.gff3")]
+    monkeypatch.chdir(tmp_path)
+    with piped(example_fasta.read_bytes()) as fd:
+        code, _, err = cli(["annotate", fd, *args])
+    assert code == 0, err
+    # a pipe's outputs are named as standard input's, not /dev/fd/N's "N"
+    got = [(g.contig, g.strand, g.start, g.end) for g in read_gff3_genes(tmp_path / "stdin.gff3")]
+    assert got == want and len(want) > 3
+
+
+def test_score_variants_reads_a_piped_reference(cli, tmp_path, data_root, model_dir):
+    from genoctx.io.fasta import FastaFile
+
+    ref = data_root / "reads" / "human_mpileup" / "mpileup.ref.fa"
+    seq = FastaFile(ref).fetch("17").decode()
+    alt = "A" if seq[1000].upper() != "A" else "C"
+    vcf = tmp_path / "in.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   f"17\t1001\t.\t{seq[1000]}\t{alt}\t.\t.\t.\n"
+                   f"17\t2001\t.\t{seq[2000]}\t{seq[2000]}GA\t.\t.\t.\n")
+
+    def run(reference):
+        code, out, err = cli(["score-variants", vcf, "-R", reference, "--model", model_dir,
+                              "--context", "300", "--device", "cpu", "-q"])
+        assert code == 0, err
+        return [ln for ln in out.splitlines() if not ln.startswith("##")]
+
+    want = run(ref)
+    assert len(want) == 3 and all("GCX_DLL=" in ln for ln in want[1:])
+    with piped(ref.read_bytes()) as fd:
+        assert run(fd) == want
+
+
+def test_eval_refuses_a_piped_input_and_leaves_no_folder(cli, tmp_path, example_fasta,
+                                                        example_genbank):
+    pred = tmp_path / "p"
+    assert cli(["annotate", example_fasta, "--model", "none", "--formats", "gff3", "-q",
+                "--out", pred])[0] == 0
+    out = tmp_path / "new" / "eval"
+    with piped((tmp_path / "p.gff3").read_bytes()) as fd:
+        code, _, err = cli(["eval", "--predictions", fd, "--truth", example_genbank,
+                            "--out", out, "-q"])
+    assert code == 2 and "is a pipe" in err and "save it to a file" in err
+    assert not (tmp_path / "new").exists()  # the folders the failed run made are gone
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    code, _, _ = cli(["eval", "--predictions", tmp_path / "missing.gff3", "--truth",
+                      example_genbank, "--out", kept / "eval", "-q"])
+    assert code == 2 and (kept / "notes.txt").read_text() == "mine"
+    assert not (kept / "eval").exists()
+
+
+def test_eval_refuses_a_fasta_that_names_other_sequences(cli, tmp_path, example_fasta,
+                                                         example_genbank):
+    pred = tmp_path / "p"
+    assert cli(["annotate", example_fasta, "--model", "none", "--formats", "gff3", "-q",
+                "--out", pred])[0] == 0
+    renamed = tmp_path / "renamed.fa"
+    renamed.write_bytes(b">pPCP1\n" + example_fasta.read_bytes().split(b"\n", 1)[1])
+    # scoring predictions, and scoring the decoders on the FASTA
+    for extra in (["--predictions", tmp_path / "p.gff3"], ["--model", "none"]):
+        code, _, err = cli(["eval", *extra, "--truth", example_genbank, "--fasta", renamed,
+                            "--out", tmp_path / "e", "-q"])
+        assert code == 2 and "share no contig names" in err and "pPCP1" in err
+    short = tmp_path / "short.fa"  # the right name, the wrong (shorter) sequence
+    short.write_bytes(b">NC_005816.1\n" + b"ACGT" * 1000 + b"\n")
+    code, _, err = cli(["eval", "--predictions", tmp_path / "p.gff3", "--truth",
+                        example_genbank, "--fasta", short, "--out", tmp_path / "e", "-q"])
+    assert code == 2 and "past the 4,000 bp" in err
+    code, _, err = cli(["eval", "--predictions", tmp_path / "p.gff3", "--truth",
+                        example_genbank, "--fasta", example_fasta, "--out", tmp_path / "e", "-q"])
+    assert code == 0, err
+    doc = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    m = next(iter(doc["benchmarks"].values()))["metrics"]
+    assert m[m["method"]]["per_base_cds"]["f1"] > 0.9
