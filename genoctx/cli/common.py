@@ -20,6 +20,10 @@ def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | Non
         found = read_bed(regions, fa.lengths)
         if not found:
             raise InputError(f"{regions} lists no regions")
+        empty = next((r for r in found if len(r) == 0), None)
+        if empty is not None:  # valid BED (an insertion point), but nothing to read
+            raise InputError(f"{regions}: region {empty.contig}:{empty.start}-{empty.end} "
+                             "(0-based) is empty (start = end); give intervals with bases")
         return found
     if region:
         return [fa.resolve(text) for text in region]

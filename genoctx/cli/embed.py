@@ -23,8 +23,10 @@ def read_tokens(path: Path, region: str | None):
         elif len(fa.contigs) == 1:
             where = Region(fa.contigs[0], 0, fa.lengths[fa.contigs[0]])
         else:
+            name = next((c for c in fa.contigs if fa.lengths[c] > 0), fa.contigs[0])
+            end = min(fa.lengths[name], 10_000)  # an example that exists
             raise InputError(f"{path} holds {len(fa.contigs)} records; choose one with --region "
-                             f"(e.g. --region {fa.contigs[0]} or {fa.contigs[0]}:1-10,000)")
+                             f"(e.g. --region {name} or {name}:1-{end:,})")
         if len(where) == 0:
             raise InputError(f"region {where} of {path} is empty; nothing to embed")
         check_nucleotide(str(where), fa.fetch(where.contig, where.start, where.end), path)

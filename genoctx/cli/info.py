@@ -32,6 +32,7 @@ def _totals(records: list[dict]) -> dict:
     gc_bases = sum(r["gc"] * (r["length"] - r["n_count"]) for r in records if r["gc"] is not None)
     return {"records": len(records), "length": length,
             "n_count": sum(r["n_count"] for r in records),
+            "iupac": sum(r["iupac"] for r in records),
             "softmasked": sum(r["softmasked"] for r in records),
             "gc": gc_bases / acgt if acgt else None,
             "duplicate_names": len(names) - len(set(names))}
@@ -100,11 +101,15 @@ def _sequence_text(info: dict) -> list[str]:
     t = info["totals"]
     lines = [f"{info['path']}: {FORMAT_NAMES[info['format']]} ({info['compression']}), "
              f"{t['records']:,} records, {t['length']:,} bp"]
-    rows = [["name", "length", "N", "N%", "softmasked%", "GC%"]]
+    # N apart from the other codes (R, Y, ..., X), which appear in a column of their own
+    other = t["iupac"] > 0
+    rows = [["name", "length", "N", "N%"] + ["other IUPAC"] * other + ["softmasked%", "GC%"]]
     for r in info["records"][:MAX_ROWS] + [{"name": "total", **t}]:
         gc = f"{100 * r['gc']:.2f}" if r["gc"] is not None else "-"
-        rows.append([r["name"], f"{r['length']:,}", f"{r['n_count']:,}",
-                     _pct(r["n_count"], r["length"]), _pct(r["softmasked"], r["length"]), gc])
+        n = r["n_count"] - r["iupac"]
+        rows.append([r["name"], f"{r['length']:,}", f"{n:,}", _pct(n, r["length"])]
+                    + [f"{r['iupac']:,}"] * other
+                    + [_pct(r["softmasked"], r["length"]), gc])
     lines += _table(rows)
     if len(info["records"]) > MAX_ROWS:
         lines.append(f"... {len(info['records']) - MAX_ROWS:,} more records (--json lists all)")
@@ -145,8 +150,11 @@ def info(
         typer.echo(json.dumps(data, indent=2, default=str))
     elif "records" in data and "totals" in data:
         typer.echo("\n".join(_sequence_text(data)))
-    else:
-        typer.echo("\n".join(_generic_text(data)))
+    else:  # BAM/CRAM/SAM, VCF/BCF: a heading line, then what the reader found
+        rest = {k: v for k, v in data.items()
+                if k not in ("path", "format", "compression", "compressed")}
+        typer.echo("\n".join([f"{data['path']}: {FORMAT_NAMES.get(data['format'], data['format'])}"
+                              f" ({data['compression']})"] + _generic_text(rest, "  ")))
 
 
 def register(app: typer.Typer) -> None:

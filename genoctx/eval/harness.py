@@ -239,6 +239,9 @@ def run_jobs(jobs: list[tuple[str, Callable[[BenchContext], BenchResult]]], *, o
     names = [n for n, _ in jobs]
     out = Path(out)
     made = _missing_folders(out)
+    here = made[-1].parent if made else out
+    if not here.is_dir():
+        raise InputError(f"cannot write the evaluation to {out}: {here} is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
     try:
         return _run_jobs(jobs, names, out, model=model, data_root=data_root, device=device,

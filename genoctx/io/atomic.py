@@ -8,6 +8,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from genoctx.errors import InputError
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -23,9 +25,19 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     which pick a format from the file name (numpy's ``.npz``, pysam's ``.vcf.gz``) still work.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    here = path.parent
+    while not here.exists() and here != here.parent:  # the nearest folder that exists
+        here = here.parent
+    if not here.is_dir():
+        raise InputError(f"cannot write {path}: {here} is a file, not a folder")
     sfx = suffix if suffix is not None else "".join(path.suffixes)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{sfx}", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{sfx}", dir=path.parent)
+    except PermissionError:
+        raise InputError(f"cannot write {path}: the folder {here} is not writable") from None
+    except OSError as exc:  # a read-only file system, no space left, ...
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode

@@ -305,6 +305,7 @@ def sequence_stats(seq: bytes) -> dict:
     """Composition of one sequence: length, non-ACGT count, soft-masked count, GC fraction.
 
     ``n_count`` counts every byte that is not A/C/G/T in either case (N and IUPAC codes);
+    ``iupac`` those of them that are not N either (R, Y, ... and other letters such as X);
     ``softmasked`` counts lowercase letters; ``gc`` is (G+C)/(A+C+G+T), ignoring N, or None
     when there are no A/C/G/T bases.
     """
@@ -312,8 +313,10 @@ def sequence_stats(seq: bytes) -> dict:
     upper = x & 0xDF
     at = np.count_nonzero(upper == 0x41) + np.count_nonzero(upper == 0x54)
     gc = np.count_nonzero(upper == 0x43) + np.count_nonzero(upper == 0x47)
+    n = np.count_nonzero(upper == 0x4E)
     soft = np.count_nonzero((x - 0x61) < 26)
-    return {"length": len(seq), "n_count": int(len(seq) - at - gc), "softmasked": int(soft),
+    return {"length": len(seq), "n_count": int(len(seq) - at - gc),
+            "iupac": int(len(seq) - at - gc - n), "softmasked": int(soft),
             "gc": (gc / (at + gc)) if at + gc else None}
 
 

@@ -24,7 +24,9 @@ def run_cli(capfd):
 def _naive(name: str, seq: str) -> dict:
     acgt = sum(c in "ACGTacgt" for c in seq)
     gc = sum(c in "GCgc" for c in seq)
+    n = sum(c in "Nn" for c in seq)
     return {"name": name, "length": len(seq), "n_count": len(seq) - acgt,
+            "iupac": len(seq) - acgt - n,
             "softmasked": sum(c.islower() for c in seq), "gc": gc / acgt if acgt else None}
 
 
@@ -60,6 +62,10 @@ def test_softmask_iupac_and_disguised_gzip(cli, tmp_path):
     assert data["totals"]["softmasked"] == sum(c.islower() for c in total)
     code, out, _ = cli(["info", path])
     assert code == 0 and "s2" in out and "100.00" in out  # s2 is all N
+    lines = out.splitlines()
+    assert lines[1].split()[:5] == ["name", "length", "N", "N%", "other"]
+    s1 = next(ln.split() for ln in lines if ln.startswith("s1"))
+    assert s1[:5] == ["s1", "21", "2", "9.52", "4"]  # NN apart from RYkm
 
 
 def test_repeated_names_are_described_and_reported(cli, data_root):

@@ -101,9 +101,10 @@ def test_embed_errors_leave_no_output(cli, small_ckpt, example_fasta, tmp_path):
                         "--out", out, "-q"])
     assert code == 2 and "unknown contig" in err
     two = tmp_path / "two.fa"
-    two.write_text(">a\nACGTACGT\n>b\nGGGGCCCC\n")
+    two.write_text(">empty\n>a\nACGTACGT\n>b\nGGGGCCCC\n")
     code, _, err = cli(["embed", two, "--model", small_ckpt, "--out", out, "-q"])
     assert code == 2 and "choose one with --region" in err
+    assert "--region a or a:1-8)" in err  # an example that exists: not the empty record
     prot = tmp_path / "prot.fa"
     prot.write_text(">RS4_ECOLI\nMARYLGPKLKLSRREGTDLFLKSGVRAIDTKCKIEQAPGQHGARKPRLSDYGVQLREKQK\n")
     code, _, err = cli(["embed", prot, "--model", small_ckpt, "--out", out, "-q"])

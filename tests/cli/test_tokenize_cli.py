@@ -265,3 +265,28 @@ def test_windows_that_would_not_fit_in_memory_are_refused_first(run_cli, tmp_pat
     code, _, err = run_cli(["tokenize", fa, "--context", 4096, "--out", tmp_path / "t.npz"])
     assert code == 2 and "give a smaller --context" in err and "Traceback" not in err
     assert not (tmp_path / "t.npz").exists()
+
+
+def test_an_empty_bed_interval_is_refused(run_cli, ce_fa, tmp_path):
+    bed = tmp_path / "r.bed"
+    bed.write_text("CHROMOSOME_I\t100\t2000\nCHROMOSOME_I\t5000\t5000\n")
+    for command in ("tokenize", "annotate"):
+        code, _, err = run_cli([command, ce_fa, "--regions", bed, "--out", tmp_path / "o.npz",
+                                "-q"])
+        assert code == 2 and "CHROMOSOME_I:5000-5000 (0-based) is empty" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.bed"]
+
+
+def test_an_output_under_a_file_is_refused_in_one_line(run_cli, ce_fa, example_fasta, tmp_path):
+    """A file where a folder of --out goes: the file named, no temporary names, no output."""
+    blocker = tmp_path / "plain.fa"
+    blocker.write_text(">x\nACGT\n")
+    cases = [["tokenize", ce_fa, "--region", "CHROMOSOME_X:1-1000", "--context", 1000, "-q",
+              "--out", blocker / "deeper" / "t.npz"],
+             ["eval", "--predictions", blocker, "--truth", blocker, "-q",
+              "--out", blocker / "e"]]
+    for args in cases:
+        code, _, err = run_cli(args)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{blocker} is a file, not a folder" in err and ".tmp" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.fa"]

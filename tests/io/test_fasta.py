@@ -120,7 +120,9 @@ def test_fasta_info_counts_like_a_naive_loop(ce_fa):
         text = seq.decode()
         acgt = sum(text.upper().count(b) for b in "ACGT")
         gc = sum(text.upper().count(b) for b in "GC")
+        n = text.upper().count("N")
         assert rec == {"name": name, "length": len(text), "n_count": len(text) - acgt,
+                       "iupac": len(text) - acgt - n,
                        "softmasked": sum(c.islower() for c in text), "gc": gc / acgt}
 
 
