@@ -290,3 +290,18 @@ def test_an_output_under_a_file_is_refused_in_one_line(run_cli, ce_fa, example_f
         assert code == 2 and err.count("\n") == 1, err
         assert f"{blocker} is a file, not a folder" in err and ".tmp" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.fa"]
+
+
+def test_an_unwritable_folder_is_named_not_the_temporary_file(run_cli, ce_fa, tmp_path,
+                                                               monkeypatch):
+    import genoctx.io.atomic as atomic
+
+    def refused(prefix, suffix, dir):  # as the OS refuses a folder without write permission
+        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}x1y2{suffix}")
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", refused)
+    code, _, err = run_cli(["tokenize", ce_fa, "--region", "CHROMOSOME_X:1-1000", "--context",
+                            1000, "-q", "--out", tmp_path / "t.npz"])
+    assert code == 2 and err.count("\n") == 1
+    assert f"cannot write {tmp_path / 't.npz'}: the folder {tmp_path} is not writable" in err
+    assert "x1y2" not in err
