@@ -22,6 +22,12 @@ for _i, _b in enumerate(b"ACGT"):
 BASE_CODE[ord("U")] = BASE_CODE[ord("u")] = 3
 _COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
 INVALID_CODON = 64
+# A run of at least this many bases that are not A/C/G/T (N, IUPAC codes, X-masking) is a gap,
+# which no gene spans: the bases on its two sides need not be contiguous (an assembly's
+# scaffold gap). Shorter runs and single ambiguity codes are read through, as Prodigal reads
+# them: their codons are neither starts nor stops (and translate as X). Prodigal's -m masks
+# runs of 50 N the same way.
+GAP_BASES = 50
 
 
 def _codon(s: str) -> int:
@@ -58,6 +64,18 @@ def codon_codes(x: np.ndarray, frame: int) -> np.ndarray:
     ids = c_C3[:, 0] * 16 + c_C3[:, 1] * 4 + c_C3[:, 2]
     ids[(c_C3 >= 4).any(axis=1)] = INVALID_CODON
     return ids
+
+
+def gap_mask(x: np.ndarray, min_run: int = GAP_BASES) -> np.ndarray:
+    """Bases of ``x`` (encoded) inside a run of at least ``min_run`` unknown bases (code 4)."""
+    unknown = np.concatenate([[False], x >= 4, [False]])
+    edges = np.flatnonzero(unknown[1:] != unknown[:-1])  # run starts and ends, alternating
+    starts, ends = edges[0::2], edges[1::2]
+    long = (ends - starts) >= min_run
+    delta = np.zeros(len(x) + 1, dtype=np.int32)
+    np.add.at(delta, starts[long], 1)
+    np.add.at(delta, ends[long], -1)
+    return np.cumsum(delta[:-1]) > 0
 
 
 def to_forward(start: np.ndarray, end: np.ndarray, length: int, strand: int):
@@ -160,14 +178,19 @@ def _find_candidates_joined(xs: list[np.ndarray], closed: list[tuple[bool, bool]
     lengths = np.array([len(x) for x in xs], dtype=np.int64)
     origin = np.concatenate([[0], np.cumsum((lengths + 5) // 3 * 3)])  # ≥ 3 N between strands
     joined = np.full(int(origin[-1]), 4, dtype=np.uint8)
+    gaps = np.zeros(len(joined), dtype=bool)  # each strand's own (the N between them is none)
     for x, o in zip(xs, origin[:-1].tolist()):
         joined[o:o + len(x)] = x
+        gaps[o:o + len(x)] = gap_mask(x)
     closed5 = np.array([bool(c[0]) for c in closed])
     closed3 = np.array([bool(c[1]) for c in closed])
     first = origin[:-1] // 3  # each strand's first codon in the joined frames
+    in_gap = np.concatenate([[0], np.cumsum(gaps)])
     cols = []
     for f in range(3):
         codons = codon_codes(joined, f)
+        lo = f + 3 * np.arange(len(codons))
+        gap_codon = in_gap[lo + 3] > in_gap[lo]
         count = np.maximum((lengths - f) // 3, 0)  # each strand's whole codons in this frame
         stop_end = first + count                   # one past each strand's last codon
         stops = np.flatnonzero(np.isin(codons, _STOP_IDS[table]))
@@ -197,8 +220,8 @@ def _find_candidates_joined(xs: list[np.ndarray], closed: list[tuple[bool, bool]
         sid = np.concatenate([e, sid])
         length = 3 * (k - j) + np.where(open3, 0, 3)
         keep = np.where(partial5 | open3, length >= min_edge_len, length >= min_len)
-        bad = np.concatenate([[0], np.cumsum(codons == INVALID_CODON)])
-        keep &= bad[k] == bad[j]  # no gene spans an unknown base
+        bad = np.concatenate([[0], np.cumsum(gap_codon)])
+        keep &= bad[k] == bad[j]  # no gene spans a gap (a long run of unknown bases)
         keep &= ~(open3 & closed3[sid])
         j, k, stype, partial5, open3, sid = (a[keep] for a in (j, k, stype, partial5, open3, sid))
         jl, kl = j - first[sid], k - first[sid]

@@ -388,7 +388,19 @@ def _protein(nt: str, partial5: bool, table: int) -> str:
     """Translation of whole codons ``nt``; a complete gene's start codon reads M."""
     from Bio.Seq import Seq
 
+    # A codon with an IUPAC code is X unless every reading codes the same amino acid (CTN and
+    # YTA are L); other letters read as N. A gene's ambiguous codon is never its stop (the
+    # decoder reads through it), so one whose readings all stop (TRA) is X too.
+    odd = [m.start() // 3 for m in re.finditer("[^ACGT]", nt)]
+    if odd:
+        nt = re.sub("[^ACGTRYKMSWBDHVN]", "N", nt)
     body = str(Seq(nt).translate(table=table))
+    if odd:
+        aa = list(body)
+        for i in odd:
+            if i < len(aa) and aa[i] == "*":
+                aa[i] = "X"
+        body = "".join(aa)
     return "M" + body[1:] if body and not partial5 else body
 
 

@@ -596,3 +596,44 @@ def test_all_strands_scored_at_once_match_each_strand_alone(ecoli):
         d.fit_starts(d.decode())  # a new start model: the next round must see it
     with pytest.raises(ValueError, match="read-only"):
         d.features(0)[0][:, 0] = 0.0
+
+
+def test_gap_mask_marks_long_unknown_runs_only():
+    x = encode("AC" + "N" * (orfs.GAP_BASES - 1) + "GT" + "R" * orfs.GAP_BASES + "A")
+    m = orfs.gap_mask(x)
+    assert m.sum() == orfs.GAP_BASES
+    assert m[-orfs.GAP_BASES - 1:-1].all() and not m[:-orfs.GAP_BASES - 1].any()
+    assert not orfs.gap_mask(encode("ACGT")).any() and orfs.gap_mask(encode("N" * 60)).all()
+
+
+def test_genes_read_through_ambiguity_codes_but_not_gaps(ecoli, ecoli_calls):
+    """As Prodigal: one IUPAC code or a short N run inside a gene leaves the gene as it was
+    (its codon neither a start nor a stop, even TRA); a gap of >= 50 N ends it."""
+    cid, seq, _ = ecoli
+    genes = sorted((g for g in _interior(ecoli_calls, len(seq)) if g.end - g.start > 900),
+                   key=lambda g: g.start)[5:45:4]
+    mutated = list(seq)
+    for g in genes:  # an R (A/G) at the middle base of a codon: TAA / TGA read as TRA
+        mid = g.start + (g.end - g.start) // 2 // 3 * 3 + 1
+        mutated[mid] = "R"
+    calls = {(g.strand, g.start, g.end) for g in call_genes("".join(mutated).encode(),
+                                                            contig=cid)}
+    kept = [(g.strand, g.start, g.end) in calls for g in genes]
+    assert all(kept), kept
+    for g in genes[:3]:  # ten N: still one gene; sixty: cut at the gap
+        mid = g.start + (g.end - g.start) // 2
+        window = seq[g.start - 3000:g.end + 3000]
+        for run, whole in ((10, True), (60, False)):
+            lo = mid - (g.start - 3000)
+            text = window[:lo] + "N" * run + window[lo + run:]
+            found = {(c.strand, c.start + g.start - 3000, c.end + g.start - 3000)
+                     for c in call_genes(text.encode())}
+            assert ((g.strand, g.start, g.end) in found) == whole, (g, run)
+
+
+def test_protein_of_a_gene_with_ambiguity_codes():
+    from genoctx.io.writers import _protein
+
+    assert _protein("ATGCTNTRAAARTAA", False, 11) == "MLXK*"  # CTN: L; TRA: no stop; AAR: K
+    assert _protein("ATGAAYXXXTAG", False, 11) == "MNX*"  # other letters read as N
+    assert _protein("ATGTARTAG", False, 11) == "MX*" and _protein("TTATAR", True, 11) == "LX"

@@ -98,8 +98,26 @@ def test_strand_groups():
     assert orfs.strand_groups([3, 4]) == [slice(0, 2)]
 
 
+def _gap_codons_plain(x: np.ndarray, frame: int) -> np.ndarray:
+    """Per codon of ``frame``: whether a base of it lies in a run of >= GAP_BASES unknowns."""
+    in_gap = np.zeros(len(x), dtype=bool)
+    i = 0
+    while i < len(x):
+        if x[i] >= 4:
+            j = i
+            while j < len(x) and x[j] >= 4:
+                j += 1
+            if j - i >= orfs.GAP_BASES:
+                in_gap[i:j] = True
+            i = j
+        else:
+            i += 1
+    n = (len(x) - frame) // 3
+    return np.array([in_gap[frame + 3 * c:frame + 3 * c + 3].any() for c in range(n)], bool)
+
+
 def _frame_candidates_plain(codons: np.ndarray, frame: int, closed: tuple[bool, bool], min_len: int,
-                      min_edge_len: int, table: int = 11) -> tuple[np.ndarray, ...]:
+                      min_edge_len: int, table: int = 11, gap=None) -> tuple[np.ndarray, ...]:
     """Candidates of one frame: (j, k, stype, partial5, partial3) arrays; ``closed`` says
     whether the strand's 5' and 3' ends are sequence ends that no gene may run off."""
     n = len(codons)
@@ -121,8 +139,9 @@ def _frame_candidates_plain(codons: np.ndarray, frame: int, closed: tuple[bool, 
     length = 3 * (k - j) + np.where(open3, 0, 3)
     edge = partial5 | open3
     keep = np.where(edge, length >= min_edge_len, length >= min_len)
-    # no gene spans an unknown base (N runs are assembly gaps, not sequence)
-    bad = np.concatenate([[0], np.cumsum(codons == orfs.INVALID_CODON)])
+    # no gene spans a gap (a long N run: the bases on its sides need not be contiguous)
+    gap = codons == orfs.INVALID_CODON if gap is None else gap
+    bad = np.concatenate([[0], np.cumsum(gap)])
     keep &= bad[k] == bad[j]
     if closed[1]:
         keep &= ~open3
@@ -134,7 +153,8 @@ def _candidates_plain(x, closed, min_len, min_edge_len, table):
     parts = []
     for f in range(3):
         j, k, stype, p5, p3 = _frame_candidates_plain(orfs.codon_codes(x, f), f, closed,
-                                                      min_len, min_edge_len, table)
+                                                      min_len, min_edge_len, table,
+                                                      _gap_codons_plain(x, f))
         parts.append((np.full(len(j), f, np.int8), j, k, f + 3 * j,
                       f + 3 * k + np.where(p3, 0, 3), stype, p5, p3))
     cand = orfs.Candidates(*[np.concatenate(c) for c in zip(*parts)])
@@ -156,7 +176,12 @@ def test_candidates_of_many_strands_are_each_strands_own(monkeypatch, group_base
             n = int(rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 50, 200, 999, 3001]))
             p = rng.dirichlet(np.ones(5) * 2)
             p[4] *= 0.05
-            xs.append(rng.choice(5, n, p=p / p.sum()).astype(np.uint8))
+            x = rng.choice(5, n, p=p / p.sum()).astype(np.uint8)
+            if n > 200 and rng.integers(2):  # a run of unknowns about GAP_BASES long,
+                run = int(rng.integers(40, 80))  # inside the strand or at one of its ends
+                at = int(rng.choice([0, n - run, int(rng.integers(n - run))]))
+                x[at:at + run] = 4
+            xs.append(x)
             closed.append((bool(rng.integers(2)), bool(rng.integers(2))))
         opts = {"table": int(rng.choice([11, 4])), "min_len": int(rng.choice([6, 30, 90])),
                 "min_edge_len": int(rng.choice([3, 30, 60]))}
