@@ -349,7 +349,8 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
 def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "embedded",
               context: int = 1024, annotation: Path | None = None, batch_size: int = 16,
               device: str = "cpu", quiet: bool = True, supervised=None,
-              translation_table: int = 11, circular: bool | Collection[str] = False) -> Summary:
+              translation_table: int = 11, circular: bool | Collection[str] = False,
+              reference_name: str | None = None) -> Summary:
     """Score every variant of ``vcf`` and write the annotated VCF to ``out`` (None: stdout).
 
     Args:
@@ -360,6 +361,8 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
             both is an error.
         translation_table: NCBI genetic code for consequences: of the predicted genes (11 or 4,
             the decoder's), or of the annotation's CDS that name no ``transl_table`` (any).
+        reference_name: how the header's provenance names the reference (None: its file
+            name).
         supervised: the ``GCX_SCORE`` hook, a :class:`genoctx.heads.variant.VariantHead`
             (None: no such field).
 
@@ -408,7 +411,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
         ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet, params,
                          translation_table, circular)
         provenance = (f"Version={_version()},Model=sha256:{sha[:16]},Context={context},"
-                      f"Reference={Path(reference).name}")
+                      f"Reference={reference_name or Path(reference).name}")
         stats, summary = VariantStats(), Summary()
         with _output(out) as (sink, compressed), _records(vcf) as vf:
             sink.write(_output_header(str(vf.header), _header_lines(
@@ -552,22 +555,23 @@ def score_variants_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary."),
 ) -> None:
     """Score the variants of a VCF with the model's log-likelihood; add consequences (VCF out)."""
-    from genoctx.cli.common import resolve_device
-    from genoctx.io.fasta import circular_headers
-
     if circular and circular_declared:
         raise InputError("--circular makes every sequence a circle, --circular-declared only the "
                          "sequences that say they are: give one of them")
     _check_circular(circular or circular_declared, annotation)
-    from genoctx.io.spool import rereadable
+    from genoctx.io.spool import is_stream, rereadable
 
+    # the output header names the reference as given (standard input as "stdin"), not its copy
+    shown = ("stdin" if str(reference) == "-" else str(reference)) if is_stream(reference) \
+        else Path(reference).name
     with rereadable(reference, name="reference.fa") as ref:
         _score_variants(variants, ref, out, model, context, annotation, batch_size, device,
-                        translation_table, circular, circular_declared, quiet)
+                        translation_table, circular, circular_declared, quiet, shown)
 
 
 def _score_variants(variants, reference, out, model, context, annotation, batch_size, device,
-                    translation_table, circular, circular_declared, quiet) -> None:
+                    translation_table, circular, circular_declared, quiet,
+                    reference_name: str | None = None) -> None:
     from genoctx.cli.common import resolve_device
     from genoctx.io.fasta import circular_headers
 
@@ -590,7 +594,8 @@ def _score_variants(variants, reference, out, model, context, annotation, batch_
                         annotation=annotation, batch_size=batch_size,
                         device=resolve_device(device), quiet=quiet,
                         translation_table=translation_table,
-                        circular=frozenset(rings) if circular_declared else circular)
+                        circular=frozenset(rings) if circular_declared else circular,
+                        reference_name=reference_name)
     if out is not None and out.name.endswith((".gz", ".bgz")) and not summary.indexed:
         typer.echo(f"genoctx: warning: {out} is not tabix-indexed (records not sorted by "
                    "position)", err=True)

@@ -146,16 +146,17 @@ def test_score_variants_reads_a_piped_reference(cli, tmp_path, data_root, model_
                    f"17\t1001\t.\t{seq[1000]}\t{alt}\t.\t.\t.\n"
                    f"17\t2001\t.\t{seq[2000]}\t{seq[2000]}GA\t.\t.\t.\n")
 
-    def run(reference):
+    def run(reference, named):
         code, out, err = cli(["score-variants", vcf, "-R", reference, "--model", model_dir,
                               "--context", "300", "--device", "cpu", "-q"])
         assert code == 0, err
+        assert f"Reference={named}," in out or f"Reference={named}>" in out, out[:3000]
         return [ln for ln in out.splitlines() if not ln.startswith("##")]
 
-    want = run(ref)
+    want = run(ref, ref.name)
     assert len(want) == 3 and all("GCX_DLL=" in ln for ln in want[1:])
-    with piped(ref.read_bytes()) as fd:
-        assert run(fd) == want
+    with piped(ref.read_bytes()) as fd:  # the header names the pipe, not the copy's name
+        assert run(fd, fd) == want
 
 
 def test_eval_refuses_a_piped_input_and_leaves_no_folder(cli, tmp_path, example_fasta,
