@@ -54,10 +54,12 @@ from genoctx.heads.codon_model import (
     length_factor,
 )
 from genoctx.heads.orfs import (
+    GAP_BASES,
     TABLE_STOPS,
     Candidates,
     encode,
     find_candidates_many,
+    gap_mask,
     revcomp_codes,
     to_forward,
 )
@@ -950,23 +952,65 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
     ring = circular_names([c for c, _ in records], circular)
     if ring:  # a circle has no ends for a gene to run off
         closed = {c: (True, True) if c in ring else closed_ends(closed, c) for c, _ in records}
-    out = _decode_records(records, probs, params, closed, procedure, bank, progress, workers,
+    groups, probs, closed, where = split_at_gaps(records, probs, closed, ring)
+    out = _decode_records(groups, probs, params, closed, procedure, bank, progress, workers,
                           ring)
+    if where:  # calls of a scaffold's pieces back on the scaffold
+        out = [dataclasses.replace(g, contig=where[g.contig][0], start=g.start + where[g.contig][1],
+                                   end=g.end + where[g.contig][1]) if g.contig in where else g
+               for g in out]
     if params.translation_table != 11:
         for g in out:
             g.attrs["transl_table"] = params.translation_table
     return out
 
 
-def _decode_records(records, probs, params, closed, procedure, bank, progress,
+def split_at_gaps(records, probs, closed, circular=frozenset()):
+    """Each record as the pieces between its gaps (runs of at least ``orfs.GAP_BASES`` bases that
+    are not A/C/G/T, a scaffold's joins), as a draft assembler's contigs: a gene may run off a
+    piece's end at a gap (a partial gene) but never across it, since the bases on the gap's two
+    sides need not be contiguous. A circular record stays whole (its genes still span no gap).
+
+    Returns ``(groups, probs, closed, where)``: per record the list of its pieces' ``(name,
+    bases)`` (the record itself when it has no gap; a piece's name is the record's with
+    ``\\x00k`` added), the probabilities and closed ends of every piece (the sides of a gap are
+    open), and ``{piece name: (record, offset)}`` for the pieces.
+    """
+    groups, where = [], {}
+    new_probs = dict(probs) if probs else probs
+    new_closed = {} if not isinstance(closed, Mapping) else dict(closed)
+    for contig, seq in records:
+        new_closed.setdefault(contig, closed_ends(closed, contig))
+        x = encode(seq) if contig not in circular else None
+        gap = gap_mask(x) if x is not None and len(x) >= GAP_BASES else None
+        if gap is None or not gap.any() or gap.all():
+            groups.append([(contig, seq)])
+            continue
+        edges = np.flatnonzero(np.diff(np.concatenate([[1], gap.view(np.int8), [1]])))
+        first, last = closed_ends(closed, contig)
+        group = []
+        for k, (lo, hi) in enumerate(zip(edges[0::2].tolist(), edges[1::2].tolist())):
+            name = f"{contig}\x00{k}"
+            group.append((name, seq[lo:hi]))
+            where[name] = (contig, lo)
+            new_closed[name] = (first and lo == 0, last and hi == len(seq))
+            if probs and probs.get(contig) is not None:
+                new_probs[name] = probs[contig][lo:hi]
+        groups.append(group)
+    return groups, new_probs, new_closed, where
+
+
+def _decode_records(groups, probs, params, closed, procedure, bank, progress,
                     workers=1, circular=frozenset()) -> list[GeneCall]:
-    """The calls of ``call_genes_multi`` once its arguments are checked and resolved."""
+    """The calls of ``call_genes_multi`` once its arguments are checked and resolved; each
+    group is one record's pieces (:func:`split_at_gaps`), decoded together under ``meta``."""
+    records = [r for g in groups for r in g]
     if procedure == "single":
         dec = GenomeDecoder(records, probs, params, closed)
         return circular_calls(dec, dec.train(), records, probs, circular)
-    jobs = ((c, s, probs.get(c) if probs else None, params, {c: closed_ends(closed, c)},
-             c in circular) for c, s in records)
-    workers = min(workers, len(records))
+    jobs = ((list(g), {c: probs.get(c) for c, _ in g} if probs else None, params,
+             {c: closed_ends(closed, c) for c, _ in g}, g[0][0] in circular) for g in groups)
+    workers = min(workers, len(groups))
     if workers > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -980,16 +1024,16 @@ def _decode_records(records, probs, params, closed, procedure, bank, progress,
             pool = None
         if pool is not None:
             with pool:
-                return _collect(records, pool.map(_decode_meta_job, jobs), progress)
-    return _collect(records, (_decode_meta(job, bank) for job in jobs), progress)
+                return _collect(groups, pool.map(_decode_meta_job, jobs), progress)
+    return _collect(groups, (_decode_meta(job, bank) for job in jobs), progress)
 
 
-def _collect(records, results, progress) -> list[GeneCall]:
+def _collect(groups, results, progress) -> list[GeneCall]:
     out = []
-    for (_, seq), calls in zip(records, results):
+    for group, calls in zip(groups, results):
         out += calls
         if progress is not None:
-            progress(len(seq))
+            progress(sum(len(seq) for _, seq in group))
     return out
 
 
@@ -1007,17 +1051,19 @@ def _decode_meta_job(job) -> list[GeneCall]:
 
 
 def _decode_meta(job, bank) -> list[GeneCall]:
-    """One record decoded from the best model of ``bank`` (None: the shipped one)."""
-    contig, seq, probs_LC, params, closed, circular = job
+    """One record (its pieces between gaps) decoded from the best model of ``bank`` (None: the
+    shipped one)."""
+    pieces, probs, params, closed, circular = job
     if bank is None:
         from genoctx.heads.meta_models import default_bank
 
         bank = default_bank()
-    probs = None if probs_LC is None else {contig: probs_LC}
-    dec = GenomeDecoder([(contig, seq)], probs, params, closed)
+    if probs is not None and all(p is None for p in probs.values()):
+        probs = None
+    dec = GenomeDecoder(pieces, probs, params, closed)
     chosen, model = dec.train_meta(bank)
-    calls = circular_calls(dec, chosen, [(contig, seq)], probs,
-                           {contig} if circular else frozenset())
+    calls = circular_calls(dec, chosen, pieces, probs,
+                           {pieces[0][0]} if circular else frozenset())
     for g in calls:
         g.attrs["model"] = model
     return calls

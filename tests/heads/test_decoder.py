@@ -637,3 +637,51 @@ def test_protein_of_a_gene_with_ambiguity_codes():
     assert _protein("ATGCTNTRAAARTAA", False, 11) == "MLXK*"  # CTN: L; TRA: no stop; AAR: K
     assert _protein("ATGAAYXXXTAG", False, 11) == "MNX*"  # other letters read as N
     assert _protein("ATGTARTAG", False, 11) == "MX*" and _protein("TTATAR", True, 11) == "LX"
+
+
+def test_split_at_gaps_gives_the_pieces_between_gaps():
+    from genoctx.heads.decoder import split_at_gaps
+
+    gap = b"N" * orfs.GAP_BASES
+    rec = b"ACGTACGT" + gap + b"GGGNCCC" + gap + gap + b"TT"
+    probs = {"s": np.arange(len(rec))[:, None]}
+    groups, p, closed, where = split_at_gaps(
+        [("s", rec), ("plain", b"ACGT" + b"N" * 10 + b"A"), ("ring", rec), ("gap", gap)],
+        probs, {"s": (True, True)}, frozenset({"ring"}))
+    assert [[n for n, _ in g] for g in groups] == [["s\x000", "s\x001", "s\x002"], ["plain"],
+                                                   ["ring"], ["gap"]]
+    assert [b for _, b in groups[0]] == [b"ACGTACGT", b"GGGNCCC", b"TT"]
+    assert [where[n] for n, _ in groups[0]] == [("s", 0), ("s", 58), ("s", 165)]
+    # a gap's sides are open; the record's own ends keep their flags
+    assert [closed[n] for n, _ in groups[0]] == [(True, False), (False, False), (False, True)]
+    assert p["s\x001"][:, 0].tolist() == list(range(58, 65))
+    assert "plain" not in where and closed["plain"] == (False, False)
+
+
+@pytest.mark.parametrize("procedure", ["single", "meta"])
+def test_a_scaffold_is_decoded_as_its_contigs(ecoli, procedure):
+    """Two stretches joined by a gap (a scaffold) give the genes of the two stretches given as
+    contigs: partial at the gap, none across it."""
+    cid, seq, _ = ecoli
+    size = 200_000 if procedure == "single" else 60_000
+    a, b = seq[:size // 2], seq[size // 2:size]
+    apart = call_genes_multi([("a", a.encode()), ("b", b.encode())], procedure="single")
+    n = 100
+    joined = call_genes_multi([("s", (a + "N" * n + b).encode())], procedure=procedure)
+    assert not any(g.start < len(a) + n and g.end > len(a) for g in joined)  # none in the gap
+    mapped = {(g.strand, g.start, g.end, g.partial) for g in joined}
+    # the genes that run into the gap end within a codon of it, partial on that side
+    left = [g for g in joined if len(a) - 3 < g.end <= len(a)]
+    right = [g for g in joined if len(a) + n <= g.start < len(a) + n + 3]
+    assert left and right
+    assert all(g.partial[1 if g.strand == 1 else 0] for g in left)
+    assert all(g.partial[0 if g.strand == 1 else 1] for g in right)
+    if procedure == "single":  # the statistics are trained on the same bases
+        want = {(g.strand, g.start + (0 if g.contig == "a" else len(a) + n),
+                 g.end + (0 if g.contig == "a" else len(a) + n), g.partial) for g in apart}
+        assert mapped == want
+    else:  # one model for the whole record
+        assert len({g.attrs["model"] for g in joined}) == 1
+    unsplit = call_genes_multi([("s", (a + "N" * (orfs.GAP_BASES - 1) + b).encode())],
+                               procedure=procedure)  # a shorter run is no gap
+    assert not any(any(g.partial) for g in unsplit if abs(g.end - len(a)) < 3 * n)
