@@ -135,9 +135,11 @@ class DecoderParams:
     # sites are scored since by logistic regressions over wider windows with base pairs
     # (splice_sites.fit_site_models): held out the same way, at × 1 / 2 / 4 / 8 exon F1
     # 0.826 / 0.838 / 0.851 / 0.862 and 0.672 / 0.682 / 0.696 / 0.712, intron F1
-    # 0.546 / 0.560 / 0.577 / 0.598 and 0.515 / 0.509 / 0.511 / 0.496; × 8 kept (the matrices
-    # at × 8: exon F1 0.853 / 0.693, intron F1 0.587 / 0.485; --splice-model pwm / lr)
-    splice_weight: float = 8.0
+    # 0.546 / 0.560 / 0.577 / 0.598 and 0.515 / 0.509 / 0.511 / 0.496 (the matrices at × 8:
+    # exon F1 0.853 / 0.693, intron F1 0.587 / 0.485; --splice-model pwm / lr); at × 12 / 16
+    # exon F1 0.868 / 0.863 and 0.719 / 0.717, intron F1 0.617 / 0.624 and 0.512 / 0.487:
+    # × 12, best on both species' exons and on D. melanogaster's introns
+    splice_weight: float = 12.0
     # × the head's log-scores and × a coding model's per-base log-odds (the shipped
     # heads.eukaryote_coding model, fitted on the train chunks' CDS; 0: off). Chosen on the
     # train chunks held out by species (benchmarks/eukaryote_train_chunks.py --held-out)
