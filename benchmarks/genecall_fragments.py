@@ -118,31 +118,29 @@ def main(argv=None) -> None:
     headers = ["genome", "role", "contig bp", "contigs", "tool", "true genes", "calls",
                "sensitivity", "precision", "F1", "start agreement", "wall s"]
     if args.gap:
-        body = (
-            "## Gene calling on scaffolds: contigs joined by N runs, genoctx vs Prodigal\n\n"
-            f"Command: `python benchmarks/genecall_fragments.py --gap {args.gap}`\n\n"
-            f"Machine: {machine()}\n\n"
-            f"As genecall-fragments, but each record's contigs are joined again with {args.gap} N "
-            "between them into one scaffold; truth and calls in scaffold coordinates. Prodigal "
-            "(pyrodigal, default settings: no `-m`) reads through the N runs; genoctx decodes "
-            "the pieces between gaps (runs of >= 50 unknown bases) as contigs, genes partial at "
-            "a gap.\n\n" + md_table(headers, rows))
-        if not args.no_write:
-            write_section("genecall-scaffolds", body)
-        return
-    body = (
-        "## Gene calling on fragmented assemblies: genoctx vs Prodigal\n\n"
-        "Command: `python benchmarks/genecall_fragments.py`\n\n"
-        f"Machine: {machine()}\n\n"
-        "Each record cut into contigs of the given size; truth = CDS whose stop codon lies inside "
-        "one contig (5'-partial genes included); calls running off a contig's 3' end are left "
-        "out; match = contig + strand + stop. genoctx = `call_bacterial` (the decoder and the "
-        "RNA-gene filter, as `genoctx annotate --model none`); Prodigal = pyrodigal trained on "
-        "all contigs of the genome. genoctx's decoder includes the cross-genome ORF scorer "
-        "(genoctx.heads.orf_scorer), fitted on the train genomes, so E. coli rows are in-sample "
-        "for it.\n\n" + md_table(headers, rows))
+        section, title, command = ("genecall-scaffolds", "on scaffolds (contigs joined by N runs)",
+                                   f"genecall_fragments.py --gap {args.gap}")
+        about = (f"As genecall-fragments, but each record's contigs are joined again with "
+                 f"{args.gap} N between them into one scaffold; truth and calls in scaffold "
+                 "coordinates. Prodigal (pyrodigal, default settings: no `-m`) reads through the "
+                 "N runs; genoctx decodes the pieces between gaps (runs of >= 50 unknown bases) "
+                 "as contigs, genes partial at a gap.")
+    else:
+        section, title, command = ("genecall-fragments", "on fragmented assemblies",
+                                   "genecall_fragments.py")
+        about = ("Each record cut into contigs of the given size; truth = CDS whose stop codon "
+                 "lies inside one contig (5'-partial genes included); calls running off a "
+                 "contig's 3' end are left out; match = contig + strand + stop. genoctx = "
+                 "`call_bacterial` (the decoder and the RNA-gene filter, as `genoctx annotate "
+                 "--model none`); Prodigal = pyrodigal trained on all contigs of the genome. "
+                 "genoctx's decoder includes the cross-genome ORF scorer "
+                 "(genoctx.heads.orf_scorer), fitted on the train genomes, so E. coli rows are "
+                 "in-sample for it.")
+    body = (f"## Gene calling {title}: genoctx vs Prodigal\n\n"
+            f"Command: `python benchmarks/{command}`\n\n"
+            f"Machine: {machine()}\n\n{about}\n\n" + md_table(headers, rows))
     if not args.no_write:
-        write_section("genecall-fragments", body)
+        write_section(section, body)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,12 @@ import io
 import json
 import os
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from genoctx.io.spool import is_stream, rereadable
 from genoctx.io.writers import read_gff3_genes
-from genoctx.model.config import get_config
-from genoctx.model.model import GenoCtxModel
 
 
 @contextlib.contextmanager
@@ -45,14 +41,6 @@ def stdin(monkeypatch):
     def put(data: bytes):
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
     return put
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> Path:
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("model") / "m"
-    GenoCtxModel.from_config(get_config("tiny", num_layers=1)).save_pretrained(path)
-    return path
 
 
 def test_rereadable_copies_a_pipe_and_leaves_a_file(tmp_path, example_fasta):

@@ -21,14 +21,6 @@ CONTEXT = "300"
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> Path:
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("model") / "m"
-    GenoCtxModel.from_config(get_config("tiny", num_layers=1)).save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="module")
 def human_ref(data_root) -> Path:
     return data_root / "reads" / "human_mpileup" / "mpileup.ref.fa"
 
