@@ -9,8 +9,9 @@ pyrodigal trained on all contigs, ``closed=False``).
 Truth: the record's CDS (not pseudo, not joined) whose whole stop codon lies inside one contig,
 in that contig's coordinates; a gene whose start lies in an earlier contig counts too (a caller
 should report it as 5'-partial), from its first whole codon in the contig, so a 5'-partial call
-agrees on the start when it runs off the contig's edge in the gene's frame. Calls that run off a contig's 3' end have no stop codon and are
-left out of both counts. Match = contig + strand + stop (genoctx.eval.metrics.gene_metrics).
+agrees on the start when it runs off the contig's edge in the gene's frame. Calls that run off a
+contig's 3' end have no stop codon and are left out of both counts. Match = contig + strand +
+stop (genoctx.eval.metrics.gene_metrics).
 
 ``--gap N`` joins each record's contigs again, N bases of N between them, into one scaffold
 (as assemblers write scaffolds: contigs ordered, gaps of unknown size): truth and calls are

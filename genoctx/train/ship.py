@@ -8,6 +8,11 @@ Run: ``python -m genoctx.train.ship runs/annotation/export --lm-run runs/lm
 --metrics results/eval/metrics.json`` (the metrics of ``genoctx eval annotation-bacteria --model
 runs/annotation/export``). Every file of the export is copied (``decoder.json`` included), and
 each run directory's ``loss.csv`` / ``loss.png`` as ``<recipe>_loss.csv`` / ``.png``.
+
+The gene decoder is code, so its validation numbers move without a new checkpoint: ``python -m
+genoctx.train.ship --validation results/eval/metrics.json`` (from ``genoctx eval
+annotation-bacteria`` with the shipped model) replaces ``VALIDATION.json`` and the README's
+validation section, after checking that the metrics were measured with these very weights.
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ import json
 import shutil
 from pathlib import Path
 
+from genoctx.errors import GenoctxError
 from genoctx.heads.annotation import load_annotation_model
+from genoctx.io.dataroot import sha256_file
 from genoctx.model import checkpoint
 
 MAX_BYTES = 25 * 1024 * 1024
+VALIDATION_HEADING = "## Validation (held-out genomes; `VALIDATION.json`)"
 # files fitted apart from the checkpoint runs, which ship() leaves in place: the ORF scorer
 # (genoctx.heads.orf_scorer), the decoder's model bank (genoctx.heads.meta_models) and the
 # spliced decoder's coding model (genoctx.heads.eukaryote_coding)
@@ -43,7 +51,7 @@ def _with_wall(record: dict, run_dir: Path) -> dict:
 def validation_lines(m: dict) -> list[str]:
     """README table from the ``metrics.json`` of ``genoctx eval annotation-bacteria``."""
     genomes = m["benchmarks"]["annotation-bacteria"]["metrics"]["genomes"]
-    lines = ["## Validation (held-out genomes; `VALIDATION.json`)", "",
+    lines = [VALIDATION_HEADING, "",
              f"Command: `{m['manifest'].get('command', '')}`", "",
              "| genome | caller | sensitivity | precision | F1 | start agreement |",
              "|---|---|---|---|---|---|"]
@@ -132,14 +140,59 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     (dest / "README.md").write_text("\n".join(lines) + "\n")
 
 
+def refresh_validation(dest: Path, metrics: Path) -> None:
+    """Record new validation metrics of the checkpoint already shipped in ``dest``.
+
+    Refuses metrics measured with other weights (their recorded model and head sha256 must be
+    the shipped files'), then replaces ``VALIDATION.json``, the README's validation section and
+    the file sizes listed in the README.
+    """
+    m = json.loads(metrics.read_text())
+    if "annotation-bacteria" not in m.get("benchmarks", {}):
+        raise GenoctxError(f"{metrics}: no annotation-bacteria results (the metrics.json of "
+                           "`genoctx eval annotation-bacteria`)")
+    recorded = m.get("manifest", {}).get("model") or {}
+    shipped = {"model_sha256": checkpoint.verify_digest(dest)}
+    if (dest / "head.safetensors").is_file():
+        shipped["head_sha256"] = sha256_file(dest / "head.safetensors")
+    for key, digest in shipped.items():
+        if recorded.get(key) != digest:
+            raise GenoctxError(f"{metrics} was measured with {key} "
+                               f"{recorded.get(key) or '(none recorded)'}, not the shipped "
+                               f"{digest} in {dest}: evaluate the shipped model")
+    readme = (dest / "README.md").read_text().splitlines()
+    if VALIDATION_HEADING in readme:
+        readme = readme[:readme.index(VALIDATION_HEADING)]
+    shutil.copy2(metrics, dest / "VALIDATION.json")
+    sizes = {p.name: p.stat().st_size for p in dest.iterdir() if p.is_file()}
+    for i, line in enumerate(readme):  # "- `name` (1,234 bytes)" lines of the Files section
+        name = line.partition("`")[2].partition("`")[0]
+        if line.startswith("- `") and line.endswith(" bytes)") and name in sizes:
+            readme[i] = f"- `{name}` ({sizes[name]:,} bytes)"
+    while readme and not readme[-1]:
+        readme.pop()
+    lines = readme + [""] + validation_lines(m)
+    (dest / "README.md").write_text("\n".join(lines) + "\n")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("export", type=Path)
+    ap.add_argument("export", type=Path, nargs="?", default=None)
     ap.add_argument("--dest", type=Path, default=checkpoint.embedded_dir())
     ap.add_argument("--lm-run", type=Path, default=None)
     ap.add_argument("--metrics", type=Path, default=None)
+    ap.add_argument("--validation", type=Path, default=None, metavar="METRICS",
+                    help="only record new validation metrics of the shipped checkpoint")
     a = ap.parse_args(argv)
-    ship(a.export, a.dest, a.lm_run, a.metrics)
+    if (a.export is None) == (a.validation is None):
+        ap.error("give either an export directory to ship or --validation METRICS")
+    try:
+        if a.validation is not None:
+            refresh_validation(a.dest, a.validation)
+        else:
+            ship(a.export, a.dest, a.lm_run, a.metrics)
+    except GenoctxError as e:
+        raise SystemExit(f"error: {e}") from None
 
 
 if __name__ == "__main__":

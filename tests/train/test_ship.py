@@ -12,7 +12,7 @@ from genoctx.heads.annotation import (
     save_annotation_model,
 )
 from genoctx.model.model import GenoCtxModel
-from genoctx.train.ship import ship
+from genoctx.train.ship import refresh_validation, ship
 
 
 def _record(recipe: str, command: str) -> dict:
@@ -79,3 +79,51 @@ def test_ship_refuses_a_corrupt_export(runs, tmp_path):
     (export / "head.safetensors").write_bytes(b"not the weights")
     with pytest.raises(GenoctxError, match="sha256"):
         ship(export, tmp_path, None, None)
+
+
+def _metrics_of(dest, tmp_path, sensitivity, model_sha256=None):
+    from genoctx.io.dataroot import sha256_file
+    from genoctx.model.checkpoint import verify_digest
+
+    row = {"sensitivity": sensitivity, "precision": 0.97, "f1": 0.95, "start_agreement": 0.9}
+    path = tmp_path / f"metrics-{sensitivity}.json"
+    path.write_text(json.dumps({
+        "manifest": {"command": "genoctx eval annotation-bacteria --out results/eval-new",
+                     "model": {"model_sha256": model_sha256 or verify_digest(dest),
+                               "head_sha256": sha256_file(dest / "head.safetensors")}},
+        "benchmarks": {"annotation-bacteria": {"metrics": {"genomes": {"G": {
+            "genoctx (model)": row}}}}}}))
+    return path
+
+
+def test_refresh_validation_replaces_the_record_and_the_readme_section(runs, tmp_path):
+    lm, export, metrics = runs
+    dest = tmp_path / "weights"
+    dest.mkdir()
+    ship(export, dest, lm, metrics)
+    before = (dest / "README.md").read_text()
+    new = _metrics_of(dest, tmp_path, 0.9321)
+    refresh_validation(dest, new)
+    readme = (dest / "README.md").read_text()
+    assert json.loads((dest / "VALIDATION.json").read_text()) == json.loads(new.read_text())
+    assert "| G | genoctx (model) | 0.9321 | 0.9700 | 0.9500 | 0.9000 |" in readme
+    assert "0.9000 | 0.9500 | 0.9240" not in readme  # the old table is gone, not appended to
+    assert readme.count("## Validation") == 1 and "results/eval-new" in readme
+    size = (dest / "VALIDATION.json").stat().st_size
+    assert f"- `VALIDATION.json` ({size:,} bytes)" in readme
+    cut = before.index("## Validation")  # everything above the section is kept
+    assert readme.startswith(before[:cut].replace(
+        next(line for line in before.splitlines() if line.startswith("- `VALIDATION.json`")),
+        f"- `VALIDATION.json` ({size:,} bytes)"))
+
+
+def test_refresh_validation_refuses_metrics_of_other_weights(runs, tmp_path):
+    lm, export, metrics = runs
+    dest = tmp_path / "weights"
+    dest.mkdir()
+    ship(export, dest, lm, metrics)
+    before = {p.name: p.read_bytes() for p in dest.iterdir()}
+    other = _metrics_of(dest, tmp_path, 0.5, model_sha256="0" * 64)
+    with pytest.raises(GenoctxError, match="model_sha256"):
+        refresh_validation(dest, other)
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == before
