@@ -95,9 +95,12 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, INDEX, NUM_CLASSES
-from genoctx.heads.orfs import encode
+from genoctx.heads.orfs import GAP_BASES, encode, gap_mask
 
 NEG = -1e30  # log(0) that stays finite under addition (no inf - inf)
+# CDS emission inside an assembly gap (DecoderParams.gap_bases): a cost no path pays over 50
+# bases, small enough that the exon jumps' cumulative sums keep their precision (NEG would not)
+GAP_SCORE = -1e4
 _BASES = "ACGT"
 
 # Emission channels: 0 IG, 1-3 CDS+ at q, 4-6 CDS- at q, 7 intron+, 8 intron-.
@@ -169,11 +172,21 @@ class DecoderParams:
     # before it are kept, so a gene near a seam is decoded whole in the next window. 0: off.
     window: int = 2_000_000
     window_overlap: int = 200_000
+    # a run of at least this many unknown bases (N and other non-ACGT codes) is an assembly gap
+    # of unknown size: no exon lies in it (its CDS emissions are GAP_SCORE), while introns and
+    # intergenic stretches may span it, so a gene whose gap falls in an intron is still found.
+    # Shorter runs are read through as in prokaryote mode (orfs.GAP_BASES). 0: off. The train
+    # chunks hold 19 such runs (100-7,500 N), none in an annotated exon and one inside an
+    # annotated intron: the calls there are the same with and without the rule
+    # (benchmarks/eukaryote_train_chunks.py --held-out --splice-model lr --param gap_bases=0,50)
+    gap_bases: int = GAP_BASES
 
     def __post_init__(self):
         if self.min_intron < 5:
             raise ValueError(f"min_intron must be at least 5 (two splice signals), got "
                              f"{self.min_intron}")
+        if self.gap_bases < 0:
+            raise ValueError(f"gap_bases must be 0 (off) or positive, got {self.gap_bases}")
         if self.min_exon and self.min_exon < 3:
             raise ValueError(f"min_exon must be 0 (off) or at least 3, got {self.min_exon}")
         for name in ("mean_intergenic", "mean_exon", "mean_intron"):
@@ -1012,6 +1025,9 @@ def _decode_batch(batch, prior, p: DecoderParams, mc: _Machine, extra=None,
     if extra is not None:
         for (_, _, x, _), em in zip(batch, ems):
             em[:, 1:7] += extra(x)
+    if p.gap_bases:
+        for (_, _, x, _), em in zip(batch, ems):
+            em[gap_mask(x, p.gap_bases), 1:7] = GAP_SCORE
     paths = _viterbi_batch([it[2] for it in batch], ems, p, sites=sites)
     return {i: _genes_from_path(path, ch, em, mc, name, p)
             for (i, name, _, ch), em, path in zip(batch, ems, paths)}

@@ -416,3 +416,27 @@ def test_worker_processes_give_the_genes_of_one_process(data_root):
     assert sd.decode_many(recs, probs, params=params, batch_size=1, workers=2) == one
     with pytest.raises(InputError, match="workers"):
         sd.decode_many(recs, probs, workers=0)
+
+
+def test_no_exon_lies_in_an_assembly_gap_but_an_intron_may_span_one():
+    # a gap (>= gap_bases unknown bases) in the intron: the gene is still found, whole
+    gap = "N" * 60
+    seq, cds = two_exon(intron=INTRON[:6] + gap + INTRON[6:])
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    (g,) = sd.decode(seq, p, contig="x", params=SHORT)
+    assert g.cds == tuple(cds)
+    # the gap in the first exon (in frame, labelled coding): the reads-through gene is refused
+    # and no call has a coding base in the gap, on either strand
+    seq, cds = two_exon(exon1=EXON1[:33] + gap + EXON1[33:])
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    through = sd.decode(seq, p, contig="x", params=replace(SHORT, gap_bases=0))
+    assert [g.cds for g in through] == [tuple(cds)]  # what the rule prevents
+    for s, q in ((seq, p), (revcomp(seq), rc_probs(p))):
+        lo = s.index(gap)
+        for g in sd.decode(s, q, contig="x", params=SHORT):
+            assert all(e <= lo or b >= lo + len(gap) for b, e in g.cds), g
+    # a shorter run of unknown bases is read through
+    short = replace(SHORT, gap_bases=61)
+    assert [g.cds for g in sd.decode(seq, p, contig="x", params=short)] == [tuple(cds)]
+    with pytest.raises(ValueError, match="gap_bases"):
+        sd.DecoderParams(gap_bases=-1)
