@@ -159,7 +159,8 @@ def _record_fields(rec, alleles: dict, fa, ann: _Annotator,
         if supervised is not None:
             score.append(_format_float(_supervised_score(supervised, fa, v, context) if ok
                                        else None))
-    klass = ann.klass(rec.chrom, rec.start) if known else "."
+    # no class where the reference has no base (POS past the end of its sequence)
+    klass = ann.klass(rec.chrom, rec.start) if known and rec.start < fa.lengths[rec.chrom] else "."
     info = [f"GCX_DLL={','.join(dll)}", f"GCX_CLASS={klass}",
             f"GCX_CONSEQ={','.join(conseq)}"]
     if supervised is not None:

@@ -454,4 +454,6 @@ def test_header_lengths_unlike_the_reference_are_warned(cli, tmp_path, human_ref
             assert f"{length:,} bp, the reference {len(seq):,} bp" in err
         body = [ln.split("\t") for ln in out.splitlines() if not ln.startswith("#")]
         assert [cols[6] for cols in body] == [".", "GCX_REF_MISMATCH"]
+        assert "GCX_CLASS=." in body[1][7]  # no class where the reference has no base
+        assert "GCX_CLASS=." not in body[0][7]
         assert "runs past the end of its sequence" in out
