@@ -14,7 +14,10 @@ cd "$(dirname "$0")/.."
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .gpu/whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+# genoctx is not installed there: a link makes genoctx.kernels a real subpackage, so that fresh
+# processes (time_annotate's `python -m genoctx annotate`) import it as an install would
+python3 -c 'import genoctx.kernels' 2> /dev/null || ln -sfn ../kernels genoctx/kernels
 if command -v nvidia-smi > /dev/null; then
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/nvidia-smi.csv"
 fi

@@ -31,6 +31,7 @@ done
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY" \
     --implementation cp "${plat[@]}" -d .gpu/whl \
     pysam==0.24.1 biopython==1.88 pyaragorn==0.3.0 pybarrnap==0.5.2 pyhmmer==0.12.3 \
+    pyrodigal==3.7.1 pybigwig==0.3.29 \
     fla-core==0.6.0 flash-linear-attention==0.6.0
 if [[ -f "$GENOME" ]]; then
     cp "$GENOME" .gpu/

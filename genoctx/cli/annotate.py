@@ -54,7 +54,9 @@ def annotate(
     context: int = typer.Option(8192, "--context", help="Tokens the model reads per window: BOS + "
                                  "(context - 1) bases; a multiple of 128 (the attention block) is fastest."),
     overlap: int = typer.Option(256, "--overlap", help="Bases shared by neighbouring windows."),
-    batch_size: int = typer.Option(4, "--batch-size", help="Windows per model call."),
+    batch_size: int = typer.Option(None, "--batch-size", show_default=False,
+                                   help="Windows per model call (default: 4 on the CPU, 64 "
+                                        "windows of 8,191 bases' worth on a GPU)."),
     mode: str = typer.Option("prokaryote", "--mode", help="prokaryote (genes without introns, "
                              "tRNA/rRNA/ncRNA) or eukaryote (spliced genes from the model)."),
     rna: str = typer.Option("auto", "--rna", help="RNA genes from: auto (ARAGORN + barrnap when "
@@ -106,7 +108,7 @@ def annotate(
         raise InputError(f"--overlap {overlap} is more than half of a window's "
                          f"{context - 1} bases: every base would be read three times or more "
                          f"(at most {(context - 1) // 2} with --context {context})")
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     if mode.lower() == "eukaryote" and translation_table != 11:
         raise InputError("--translation-table is for prokaryote mode; eukaryote mode reads "

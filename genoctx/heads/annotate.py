@@ -189,7 +189,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
 
 def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    model: str | Path | None = "embedded", device: str = "cpu",
-                   context: int = 8192, overlap: int = 256, batch_size: int = 4,
+                   context: int = 8192, overlap: int = 256, batch_size: int | None = None,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,

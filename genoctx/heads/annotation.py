@@ -151,6 +151,8 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
 # per call that cost 1.2–2.2 M minor page faults and 2.6–3.0 s of system time per 250 kb
 # (benchmarks/annotate_settings.py, setting 1024/-/1).
 CPU_BASES_PER_CALL = 16_384
+# bases per model call on a GPU when no batch size is given: 64 windows of the default context
+GPU_BASES_PER_CALL = 64 * 8191
 # Bumped whenever predict_probs gives other probabilities for the same arguments and weights
 # (2: windows of context - 1 bases, BOS + window = context tokens); see probs_cache_key.
 PROBS_VERSION = 2
@@ -171,8 +173,15 @@ def probs_cache_key(path_or_name, *settings) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
+def default_batch_size(window: int, cpu: bool) -> int:
+    """Windows per model call when none is asked for: 4 on the CPU (where
+    :data:`CPU_BASES_PER_CALL` caps it further), :data:`GPU_BASES_PER_CALL` bases' worth on a
+    GPU, where a few windows per call leave it idle between kernel launches."""
+    return 4 if cpu else max(1, GPU_BASES_PER_CALL // max(1, window))
+
+
 def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: int = 8192,
-                  overlap: int = 256, batch_size: int = 4, progress=None,
+                  overlap: int = 256, batch_size: int | None = None, progress=None,
                   workers: int | None = None, circular: bool = False) -> np.ndarray:
     """Per-base class probabilities ``[L, NUM_CLASSES]`` (float32) for one contig.
 
@@ -182,6 +191,10 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     overlapping by ``overlap``; each base takes its probabilities from the window in which it
     lies farthest from an edge, so every base keeps at least ``overlap // 2`` bases of context
     on both sides (except at contig ends).
+
+    ``batch_size``: windows per model call; None takes 4 on the CPU and
+    :data:`GPU_BASES_PER_CALL` bases' worth (64 windows of the default context) on a GPU, where
+    a few windows per call leave it idle between launches.
 
     On CPU, ``workers`` threads (default: :func:`genoctx.model.workers.cpu_workers`) run whole
     model calls side by side (:mod:`genoctx.model.workers`), and
@@ -221,6 +234,8 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
     device = backbone.device
     cpu = device.type == "cpu"
     workers = cpu_workers(device, workers)  # 1 on a GPU: it takes the windows in batches
+    if batch_size is None:
+        batch_size = default_batch_size(window, cpu)
     if cpu:
         batch_size = max(1, min(batch_size, CPU_BASES_PER_CALL // (window * workers)))
     groups, i = [], 0

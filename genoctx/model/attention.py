@@ -23,11 +23,17 @@ The ops come from :mod:`genoctx.kernels` through a backend switch:
   them to the references at 1e-5. This is the CPU inference path.
 * ``triton`` — ``genoctx.kernels.<op>.<op>``; a clear ValueError when they are not installed.
 * ``auto`` — per op, triton when the tensors are on CUDA and the kernel imports, else ``torch``.
+
+With Triton ops, the hybrid layer is the fused kernel (``genoctx.kernels.hybrid``) unless
+``GENOCTX_HYBRID=split`` asks for the two branch kernels and a lerp
+(:func:`hybrid_from_branches`; docs/kernels.md has the H200 timings of both branches and the
+fused kernel).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -231,6 +237,22 @@ def hybrid_attn_blocked(q, k, v, gate, *, block_size, causal=True, extra_blocks=
     return mix(gate, o_local, o_lin, q.dtype), state
 
 
+def hybrid_from_branches(local_attn: Callable, linear_attn: Callable) -> Callable:
+    """``hybrid_attn`` (same contract as ``hybrid_attn_reference``) from the two branch kernels
+    and one ``torch.lerp`` in the inputs' dtype (computed in fp32 per element, like :func:`mix`,
+    without fp32 copies of the branch outputs)."""
+
+    def hybrid_attn_split(q, k, v, gate, *, block_size, causal=True, extra_blocks=None,
+                          initial_state=None, output_final_state=False, scale=None):
+        o_local = local_attn(q, k, v, block_size=block_size, causal=causal,
+                             extra_blocks=extra_blocks, scale=scale)
+        o_lin, state = linear_attn(q, k, v, causal=causal, initial_state=initial_state,
+                                   output_final_state=output_final_state)
+        return torch.lerp(o_lin, o_local, gate[..., None].to(o_lin.dtype)), state
+
+    return hybrid_attn_split
+
+
 def mix(gate: torch.Tensor, o_local: torch.Tensor, o_lin: torch.Tensor, dtype) -> torch.Tensor:
     """``g · local + (1 − g) · linear`` (fp32), as one lerp."""
     return torch.lerp(o_lin.float(), o_local.float(), gate.float()[..., None]).to(dtype)
@@ -293,8 +315,26 @@ def attention_ops(backend: str, device: torch.device) -> AttentionOps:
                              f"not available here; use backend 'auto' or 'torch'")
         use = fn is not None and (backend == "triton" or torch.device(device).type == "cuda")
         ops[op] = fn if use else _TORCH[op]
+    if (hybrid_impl() == "split" and ops["hybrid_attn"] is not _TORCH["hybrid_attn"]
+            and ops["local_attn"] is not _TORCH["local_attn"]
+            and ops["linear_attn"] is not _TORCH["linear_attn"]):
+        ops["hybrid_attn"] = hybrid_from_branches(ops["local_attn"], ops["linear_attn"])
     foreign = any(ops[op] is not _TORCH[op] for op in ops)
     return AttentionOps(**ops, prepare=torch.Tensor.contiguous if foreign else (lambda t: t))
+
+
+HYBRID_IMPLS = ("fused", "split")
+HYBRID_DEFAULT = "fused"
+
+
+def hybrid_impl() -> str:
+    """How the ``triton`` ops compute the hybrid layer: ``fused`` (one kernel,
+    ``genoctx.kernels.hybrid``) or ``split`` (the local and linear kernels and a lerp,
+    :func:`hybrid_from_branches`); ``$GENOCTX_HYBRID`` overrides :data:`HYBRID_DEFAULT`."""
+    impl = os.environ.get("GENOCTX_HYBRID", HYBRID_DEFAULT)
+    if impl not in HYBRID_IMPLS:
+        raise ValueError(f"GENOCTX_HYBRID must be one of {', '.join(HYBRID_IMPLS)}, got {impl!r}")
+    return impl
 
 
 # ---------------------------------------------------------------------------------------------

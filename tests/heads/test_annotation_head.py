@@ -134,3 +134,12 @@ def test_cpu_calls_are_capped_in_bases(small_model, example_fasta, monkeypatch):
     # the same setting gives the same bytes on every run
     again = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8, workers=2)
     assert np.array_equal(got, again)
+
+
+def test_default_batch_fills_a_gpu_and_keeps_four_on_the_cpu():
+    from genoctx.heads.annotation import GPU_BASES_PER_CALL, default_batch_size
+
+    assert default_batch_size(8191, cpu=True) == 4
+    assert default_batch_size(8191, cpu=False) == 64  # the default context's windows
+    assert default_batch_size(1023, cpu=False) == GPU_BASES_PER_CALL // 1023
+    assert default_batch_size(10 ** 7, cpu=False) == 1

@@ -189,3 +189,44 @@ def test_rejects_bad_inputs():
                     initial_state=(torch.zeros(1, 2, 32, 16), torch.zeros(1, 2, 32)))
     with pytest.raises(InputError, match="head dim"):
         hybrid_attn(q[..., :16], q[..., :16], q[..., :16], gate, block_size=16)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_split_hybrid_matches_the_reference(causal):
+    """``GENOCTX_HYBRID=split``: the local and linear kernels and one lerp give the reference's
+    output, final state and every gradient (fp32, with extra blocks and an initial state)."""
+    from genoctx.kernels.linear_attn import linear_attn
+    from genoctx.kernels.local_attn import local_attn
+    from genoctx.model.attention import hybrid_from_branches
+
+    gen = torch.Generator().manual_seed(11)
+    B, T, H, D, BS = 1, 301, 2, 32, 64
+    q, k, v, gate, s0, z0 = make_inputs(B, T, H, D, torch.float32, torch.float32, gen)
+    extra = random_extra(B, H, -(-T // BS), 2, gen)
+    split = hybrid_from_branches(local_attn, linear_attn)
+    got, ref = [], []
+    for fn, out in ((split, got), (hybrid_attn_reference, ref)):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v, gate, s0, z0)]
+        o, (S, z) = fn(*leaves[:4], block_size=BS, causal=causal, extra_blocks=extra,
+                       initial_state=(leaves[4], leaves[5]), output_final_state=True)
+        torch.manual_seed(3)
+        do, dS, dz = torch.randn_like(o), torch.randn_like(S), torch.randn_like(z)
+        grads = torch.autograd.grad((o, S, z), leaves, (do, dS, dz))
+        out += [o, S, z, *grads]
+    for name, a, b in zip(NAMES, got, ref):
+        assert torch.isfinite(a).all(), name
+        assert rel_rms(a, b) < FP32_REL_RMS, (name, rel_rms(a, b))
+
+
+def test_hybrid_impl_comes_from_the_environment(monkeypatch):
+    from genoctx.model.attention import attention_ops, hybrid_impl
+
+    monkeypatch.setenv("GENOCTX_HYBRID", "split")
+    assert hybrid_impl() == "split"
+    ops = attention_ops("triton", torch.device("cpu"))  # the interpreter runs the kernels here
+    assert ops.hybrid_attn.__name__ == "hybrid_attn_split"
+    monkeypatch.setenv("GENOCTX_HYBRID", "fused")
+    assert attention_ops("triton", torch.device("cpu")).hybrid_attn is hybrid_attn
+    monkeypatch.setenv("GENOCTX_HYBRID", "unfused")
+    with pytest.raises(ValueError, match="GENOCTX_HYBRID must be one of fused, split"):
+        attention_ops("triton", torch.device("cpu"))
