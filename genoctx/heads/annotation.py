@@ -194,7 +194,8 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
 
     ``batch_size``: windows per model call; None takes 4 on the CPU and
     :data:`GPU_BASES_PER_CALL` bases' worth (64 windows of the default context) on a GPU, where
-    a few windows per call leave it idle between launches.
+    a few windows per call leave it idle between launches. A call that runs out of GPU memory
+    is retried in halves, and later calls take that many windows at most.
 
     On CPU, ``workers`` threads (default: :func:`genoctx.model.workers.cpu_workers`) run whole
     model calls side by side (:mod:`genoctx.model.workers`), and
@@ -247,11 +248,29 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
         groups.append((i, j))
         i = j
 
+    limit = [batch_size]  # lowered for good when a GPU runs out of memory at this many windows
+
+    def forward(rows: np.ndarray) -> np.ndarray:
+        out, a = [], 0
+        while a < len(rows):
+            part = rows[a:a + limit[0]]
+            a += len(part)
+            try:
+                emb = backbone.embed(torch.from_numpy(part).to(device))
+                out.append(torch.softmax(head(emb).float(), -1).cpu().numpy())
+            except torch.OutOfMemoryError:
+                if len(part) == 1:
+                    raise
+                emb = None
+                torch.cuda.empty_cache()
+                limit[0] = max(1, len(part) // 2)  # half as many windows per call from now on
+                out.append(forward(part))
+        return np.concatenate(out)
+
     def run(group: tuple[int, int]) -> np.ndarray:
         with torch.inference_mode():  # thread-local: every worker enters it
             batch = np.stack([ids[s:e] for s, e in spans[group[0]:group[1]]]).astype(np.int64)
-            emb = backbone.embed(torch.from_numpy(batch).to(device))
-            return torch.softmax(head(emb).float(), -1).cpu().numpy()
+            return forward(batch)
 
     done = 0
     with closing(in_order(run, groups, workers)) as results:

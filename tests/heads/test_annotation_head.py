@@ -143,3 +143,33 @@ def test_default_batch_fills_a_gpu_and_keeps_four_on_the_cpu():
     assert default_batch_size(8191, cpu=False) == 64  # the default context's windows
     assert default_batch_size(1023, cpu=False) == GPU_BASES_PER_CALL // 1023
     assert default_batch_size(10 ** 7, cpu=False) == 1
+
+
+def test_out_of_memory_halves_the_batch_and_keeps_the_probabilities(small_model, example_fasta,
+                                                                     monkeypatch):
+    """A model call that runs out of (GPU) memory is retried in halves, and later calls take
+    that many windows at most: the probabilities are those of small batches."""
+    backbone, head = small_model
+    ids = nt.encode(b"".join(example_fasta.read_bytes().split(b"\n")[1:])[:6000])
+    want = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=1, workers=1)
+    real, sizes = backbone.embed, []
+
+    def embed(t, *a, **k):
+        sizes.append(len(t))
+        if len(t) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(t, *a, **k)
+
+    monkeypatch.setattr(backbone, "embed", embed)
+    got = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8, workers=1)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    # 7 windows fail, then 3 (half); from then on calls take 1 window (half of 3), the last
+    # group's window too: each failure lowered the limit for the calls after it
+    assert sizes[:2] == [7, 3] and set(sizes[2:]) == {1} and len(sizes) == 2 + 8
+
+    def never(t, *a, **k):
+        raise torch.OutOfMemoryError("one window is too many")
+
+    monkeypatch.setattr(backbone, "embed", never)
+    with pytest.raises(torch.OutOfMemoryError):
+        predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8, workers=1)
