@@ -55,8 +55,9 @@ def annotate(
                                  "(context - 1) bases; a multiple of 128 (the attention block) is fastest."),
     overlap: int = typer.Option(256, "--overlap", help="Bases shared by neighbouring windows."),
     batch_size: int = typer.Option(None, "--batch-size", show_default=False,
-                                   help="Windows per model call (default: 4 on the CPU, 64 "
-                                        "windows of 8,191 bases' worth on a GPU)."),
+                                   help="Windows per model call (default: 4 on the CPU; on a "
+                                        "GPU 64 at the default context, as many as hold "
+                                        "524,224 bases)."),
     mode: str = typer.Option("prokaryote", "--mode", help="prokaryote (genes without introns, "
                              "tRNA/rRNA/ncRNA) or eukaryote (spliced genes from the model)."),
     rna: str = typer.Option("auto", "--rna", help="RNA genes from: auto (ARAGORN + barrnap when "
