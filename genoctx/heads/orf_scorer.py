@@ -133,18 +133,36 @@ class TreeEnsemble:
         base = float(np.ravel(clf._baseline_prediction)[0])
         return cls(feat, thr, left, right, val, base)
 
-    def decision_function(self, x_NF: np.ndarray, chunk: int = 512) -> np.ndarray:
+    def decision_function(self, x_NF: np.ndarray, chunk: int = 512,
+                          threads: int | None = None) -> np.ndarray:
         """Log-odds of every row, [N].
 
         All trees descend together, ``chunk`` rows at a time: one numpy step per tree level
         over every (tree, row) pair not yet at a leaf, instead of one per tree and level (small
         inputs — a contig's few hundred ORFs — were all call overhead). Leaf values are summed
-        tree by tree, from the baseline, in the trees' order.
+        tree by tree, from the baseline, in the trees' order. Chunks are independent, so
+        ``threads`` of them run side by side (numpy's gathers release the GIL); None takes up
+        to :data:`MAX_THREADS` of the cores available when there are at least
+        :data:`THREAD_MIN_CHUNKS` chunks (a whole genome's ORFs), else one. The result does not
+        depend on it.
         """
         x = np.asarray(x_NF, dtype=np.float64)
         out = np.empty(len(x))
-        for lo in range(0, len(x), chunk):
-            out[lo:lo + chunk] = self._chunk(x[lo:lo + chunk])
+        starts = range(0, len(x), chunk)
+        if threads is None:
+            from genoctx.model.device import available_cores
+
+            threads = (min(MAX_THREADS, available_cores())
+                       if len(starts) >= THREAD_MIN_CHUNKS else 1)
+        if threads <= 1 or len(starts) <= 1:
+            for lo in starts:
+                out[lo:lo + chunk] = self._chunk(x[lo:lo + chunk])
+            return out
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(threads, len(starts))) as pool:
+            for lo, z in zip(starts, pool.map(lambda a: self._chunk(x[a:a + chunk]), starts)):
+                out[lo:lo + chunk] = z
         return out
 
     def _chunk(self, x_NF: np.ndarray) -> np.ndarray:
@@ -174,6 +192,12 @@ class TreeEnsemble:
         return {"feature": self.feature, "threshold": self.threshold, "left": self.left,
                 "right": self.right, "value": self.value,
                 "baseline": np.array([self.baseline])}
+
+
+# Threads of TreeEnsemble.decision_function on a whole genome's ORFs, and the chunks from which
+# it uses them (2 threads halved its time on E. coli's ~16,000 ORFs on 2 cores).
+MAX_THREADS = 8
+THREAD_MIN_CHUNKS = 4
 
 
 @dataclass(frozen=True)

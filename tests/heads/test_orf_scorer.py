@@ -181,3 +181,13 @@ def test_rows_of_many_contigs_match_each_strand_alone(pcp1, monkeypatch, group_b
         want.append(np.column_stack([logit, gene[:, :5], tr]))
     assert sum(len(w) for w in where) > 20
     np.testing.assert_array_equal(x, np.vstack(want))
+
+
+def test_threads_do_not_change_the_log_odds():
+    """Chunks of ORFs scored side by side in threads give the one-thread log-odds exactly."""
+    trees = osc.load().trees
+    x = np.random.default_rng(0).normal(size=(2600, int(trees.feature.max()) + 1))
+    one = trees.decision_function(x, chunk=256, threads=1)
+    assert np.array_equal(trees.decision_function(x, chunk=256, threads=3), one)
+    assert np.array_equal(trees.decision_function(x, chunk=256), one)  # default: by the cores
+    assert np.array_equal(trees.decision_function(x[:5], chunk=1, threads=2), one[:5])
