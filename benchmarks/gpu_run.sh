@@ -23,6 +23,7 @@ if command -v nvidia-smi > /dev/null; then
 fi
 genome=(.gpu/*.gbff.gz)
 extra=()
-[[ -f "${genome[0]}" ]] && extra=(--annotate-fasta "${genome[0]}")
+# the whole suite: the kernels, then genoctx annotate and training steps on the staged genome
+[[ -f "${genome[0]}" ]] && extra=(--app --annotate-fasta "${genome[0]}")
 timeout "${GPU_SUITE_TIMEOUT:-540}" python3 benchmarks/gpu_suite.py --no-doc "${extra[@]}" "$@" \
     2>&1 | tee "$OUT/gpu_suite.log"

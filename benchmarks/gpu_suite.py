@@ -2,7 +2,8 @@
 
 Usage (on a CUDA machine, from the repository root)::
 
-    python benchmarks/gpu_suite.py              # T = 131,072 and 1,048,576
+    python benchmarks/gpu_suite.py              # the kernels: T = 131,072 and 1,048,576 (~4 min)
+    python benchmarks/gpu_suite.py --app        # ... and genoctx annotate + training steps
     python benchmarks/gpu_suite.py --quick      # T = 16,384 and 131,072, fewer check cases
     python benchmarks/gpu_suite.py --only linear_attn,fla   # comma-separated name filters
     python benchmarks/gpu_suite.py --sweep      # also sweep linear_attn launch settings
@@ -17,9 +18,11 @@ check. It measures nothing worth keeping and never writes docs/benchmarks.md; it
 bug in the suite's own code is found here rather than on a lent GPU's minutes
 (``tests/kernels/test_gpu_suite_smoke.py`` runs it).
 
-Budget: about 3 minutes of our own work on an H200, plus about 2 minutes the first time fla's
-autotuner runs (seen on the first fla call) and ~20-40 s per FlexAttention compile; FlexAttention
-runs at the largest T only. ``--only check`` runs the correctness part alone (~1 minute).
+Budget (the H200 run of 2026-12-04): the kernel sections take about 4 minutes -- checks ~1 minute,
+T = 131,072 ~2 minutes (mostly compiles and fla's autotuner on its first call), T = 1M ~30 s with
+FlexAttention's compiles (it runs at the largest T only). ``--app`` adds time_annotate and
+time_train, ~3-4 more minutes (most of it compiling the model's kernels on their first calls);
+``--only time_annotate`` runs one of them alone. ``--only check`` runs the correctness part alone.
 
 Sections (each in its own try/except: a failure is recorded and the suite goes on):
 
@@ -1015,6 +1018,9 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true",
                     help="no GPU: run every section on the CPU (Triton interpreter, fp32, tiny "
                          "shapes) to check the suite's own code; writes no docs")
+    ap.add_argument("--app", action="store_true",
+                    help="also time genoctx annotate on a genome and 30 training steps "
+                         "(time_annotate, time_train: ~3-4 more minutes)")
     ap.add_argument("--annotate-fasta", type=Path, default=None,
                     help="genome for time_annotate (FASTA or GenBank; default: E. coli K-12 "
                          "from the data root)")
@@ -1069,10 +1075,12 @@ def main(argv=None) -> int:
         run_section("time_moe", time_moe, args.quick)
     if args.sweep:
         run_section("sweep_linear_attn", sweep_linear_attn, Ts[-1])
-    if wanted("time_annotate", only):
+    # the app sections (annotate, training) run with --app, when --only names them, or --smoke
+    app = args.app or SMOKE or only is not None
+    if app and wanted("time_annotate", only):
         run_section("time_annotate", annotate_genome,
                     args.annotate_fasta or (EXAMPLE if SMOKE else None), DEV)
-    if wanted("time_train", only):
+    if app and wanted("time_train", only):
         run_section("time_train", train_steps, args.annotate_fasta or (EXAMPLE if SMOKE else None),
                     DEV)
     meta["wall_s"] = time.time() - t_start
