@@ -258,13 +258,16 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
             try:
                 emb = backbone.embed(torch.from_numpy(part).to(device))
                 out.append(torch.softmax(head(emb).float(), -1).cpu().numpy())
+                del emb
+                continue
             except torch.OutOfMemoryError:
                 if len(part) == 1:
                     raise
-                emb = None
-                torch.cuda.empty_cache()
-                limit[0] = max(1, len(part) // 2)  # half as many windows per call from now on
-                out.append(forward(part))
+            # out of the except block, so that the failed call's tensors (held by its
+            # traceback) are freed before the cache is emptied and the halves run
+            torch.cuda.empty_cache()
+            limit[0] = max(1, len(part) // 2)  # half as many windows per call from now on
+            out.append(forward(part))
         return np.concatenate(out)
 
     def run(group: tuple[int, int]) -> np.ndarray:
