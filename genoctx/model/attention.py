@@ -227,20 +227,11 @@ def linear_attn_chunked(q, k, v, *, causal=True, initial_state=None, output_fina
     return _unrows(o, B, T).to(v.dtype), state
 
 
-def hybrid_attn_blocked(q, k, v, gate, *, block_size, causal=True, extra_blocks=None,
-                        initial_state=None, output_final_state=False, scale=None):
-    """Same contract as ``hybrid_attn_reference``, from the two fast branches above."""
-    o_local = local_attn_blocked(q, k, v, block_size=block_size, causal=causal,
-                                 extra_blocks=extra_blocks, scale=scale)
-    o_lin, state = linear_attn_chunked(q, k, v, causal=causal, initial_state=initial_state,
-                                       output_final_state=output_final_state)
-    return mix(gate, o_local, o_lin, q.dtype), state
-
-
-def hybrid_from_branches(local_attn: Callable, linear_attn: Callable) -> Callable:
-    """``hybrid_attn`` (same contract as ``hybrid_attn_reference``) from the two branch kernels
-    and one ``torch.lerp`` in the inputs' dtype (computed in fp32 per element, like :func:`mix`,
-    without fp32 copies of the branch outputs)."""
+def hybrid_from_branches(local_attn: Callable, linear_attn: Callable, *,
+                         fp32_mix: bool = False) -> Callable:
+    """``hybrid_attn`` (same contract as ``hybrid_attn_reference``) from two branch ops and one
+    lerp: in the inputs' dtype (computed in fp32 per element, without fp32 copies of the branch
+    outputs), or with ``fp32_mix`` in fp32 as :func:`mix`."""
 
     def hybrid_attn_split(q, k, v, gate, *, block_size, causal=True, extra_blocks=None,
                           initial_state=None, output_final_state=False, scale=None):
@@ -248,6 +239,8 @@ def hybrid_from_branches(local_attn: Callable, linear_attn: Callable) -> Callabl
                              extra_blocks=extra_blocks, scale=scale)
         o_lin, state = linear_attn(q, k, v, causal=causal, initial_state=initial_state,
                                    output_final_state=output_final_state)
+        if fp32_mix:
+            return mix(gate, o_local, o_lin, q.dtype), state
         return torch.lerp(o_lin, o_local, gate[..., None].to(o_lin.dtype)), state
 
     return hybrid_attn_split
@@ -256,6 +249,10 @@ def hybrid_from_branches(local_attn: Callable, linear_attn: Callable) -> Callabl
 def mix(gate: torch.Tensor, o_local: torch.Tensor, o_lin: torch.Tensor, dtype) -> torch.Tensor:
     """``g · local + (1 − g) · linear`` (fp32), as one lerp."""
     return torch.lerp(o_lin.float(), o_local.float(), gate.float()[..., None]).to(dtype)
+
+
+# the torch backend's hybrid: the two fast branches above, mixed in fp32
+hybrid_attn_blocked = hybrid_from_branches(local_attn_blocked, linear_attn_chunked, fp32_mix=True)
 
 
 # ---------------------------------------------------------------------------------------------
