@@ -919,7 +919,8 @@ def merge_runs(runs: list[dict]) -> dict:
 def render(results: dict) -> str:
     md_table = _load_report().md_table
     meta = results["meta"]
-    out = [f"Card: **{meta.get('device', '?')}**; torch {meta.get('torch')}, triton "
+    out = ["## gpu_suite — Triton kernels (and annotate, training) on one GPU", "",
+           f"Card: **{meta.get('device', '?')}**; torch {meta.get('torch')}, triton "
            f"{meta.get('triton')}, fla {meta.get('fla', 'absent')}. "
            + ("Commands, in order (a later run's rows replace the same rows of an earlier "
               "one): " + "; ".join(f"`{m.get('command')}` ({m.get('date', '')}, "
