@@ -552,20 +552,21 @@ def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
         from genoctx.kernels.linear_attn.linear_attn import linear_attn
         rows.append(("linear", "linear_attn (ours, C64)", lambda: linear_attn(q, k, v)[0],
                      fl_lin, 4 * io, 7 * io))
+    hybrids = want("hybrid_attn") or want("hybrid_split")
+    if hybrids:  # one gate for the fused kernel and the split
+        gate = torch.rand(1, T, H, device=DEV, dtype=LOWP).requires_grad_()
     if want("hybrid_attn"):
         from genoctx.kernels.hybrid.hybrid import hybrid_attn
-        gate = torch.rand(1, T, H, device=DEV, dtype=LOWP).requires_grad_()
         rows.append(("hybrid", "hybrid_attn (ours, bs512)",
                      lambda: hybrid_attn(q, k, v, gate, block_size=BS)[0],
                      fl_local + fl_lin, 4 * io, 7 * io))
-    if want("hybrid_attn") or want("hybrid_split"):
+    if hybrids:
         from genoctx.kernels.linear_attn.linear_attn import linear_attn as lin_op
         from genoctx.kernels.local_attn.local_attn import local_attn as loc_op
         from genoctx.model.attention import hybrid_from_branches
         split = hybrid_from_branches(loc_op, lin_op)
-        gate_s = torch.rand(1, T, H, device=DEV, dtype=LOWP).requires_grad_()
         rows.append(("hybrid_split", "hybrid split (ours: local + linear + lerp)",
-                     lambda: split(q, k, v, gate_s, block_size=BS)[0], fl_local + fl_lin,
+                     lambda: split(q, k, v, gate, block_size=BS)[0], fl_local + fl_lin,
                      4 * io, 7 * io))
     if want("alternatives") or want("fla"):
         rows += _alternatives(q, k, v, T, BS, io, fl_lin, only)
@@ -575,8 +576,7 @@ def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
         rows = itertools.chain(rows, _flex_rows(*(x.transpose(1, 2) for x in (q, k, v)), T, BS,
                                                 io))
     for group, name, fn, fl, bf, bb in rows:
-        inputs = [q, k, v] + ([gate] if group == "hybrid" else [gate_s] if group ==
-                              "hybrid_split" else [])
+        inputs = [q, k, v] + ([gate] if group.startswith("hybrid") else [])
         # FlexAttention has no backward on the CPU (--smoke): its forward is checked there
         backward = not (SMOKE and name.startswith("FlexAttention"))
         time_entry(group, name, T, fn, inputs, flops_fwd=fl, bytes_fwd=bf, bytes_bwd=bb,
