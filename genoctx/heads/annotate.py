@@ -187,6 +187,22 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     return rna_genes.drop_cds_in_rna(genes, found, lengths=lengths), found
 
 
+
+def _genes_in_background(stack: contextlib.ExitStack, records, **kwargs):
+    """``call_bacterial(records, None, **kwargs)`` in a spawned process: its future, or None
+    where this system cannot start one (the caller then decodes in turn). ``stack`` shuts the
+    process down."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    except (OSError, NotImplementedError):  # no process semaphores here
+        return None
+    stack.callback(pool.shutdown, cancel_futures=True)
+    return pool.submit(call_bacterial, records, None, **kwargs)
+
+
 def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    model: str | Path | None = "embedded", device: str = "cpu",
                    context: int = 8192, overlap: int = 256, batch_size: int | None = None,
@@ -194,7 +210,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,
                    workers: int = 1, closed: bool = False,
-                   circular: bool | Collection[str] = False, note=None) -> Annotation:
+                   circular: bool | Collection[str] = False, note=None,
+                   background_genes: bool | None = None) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -214,6 +231,11 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     length; prokaryote mode); a region of it is a line whose ends stay open. ``closed`` applies
     to the other sequences. ``note`` (a callable taking one line) is told, before the model
     runs, when it runs on the CPU over a large input for the probability tracks alone.
+    ``background_genes``: when the gene calls do not read the model's probabilities (prokaryote
+    mode with the shipped decoder weights) and the model runs for the tracks, decode genes and
+    find RNA genes in a process of their own while the model runs. None (default) does so when
+    the model runs on a GPU and ``workers`` > 1; on the CPU the model's threads already hold
+    every core. The output is the same either way.
     """
     from genoctx.heads.decoder import call_rnas
 
@@ -269,39 +291,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
     ring = frozenset(name for name, t in zip(names, targets)
                      if circle(t.contig) and (t.start, t.end) == (0, lengths[t.contig]))
-    records, probs, tracks = [], {}, {}
-    total = sum(len(t) for t in targets)
-    with progress_bar("annotating", total=total, quiet=quiet) as bar:
-        for i, (t, name) in enumerate(zip(targets, names)):
-            seq = fa.fetch(t.contig, t.start, t.end)
-            check_nucleotide(name, seq, path)
-            records.append((name, seq))
-            if backbone is None:
-                bar.advance(len(t))
-                continue
-            # a whole circle's windows wrap across its origin
-            p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
-                              batch_size=batch_size, progress=bar.advance,
-                              circular=name in ring)
-            if keep_probs:
-                # eukaryote mode reads only the spliced decoder's 9 channels: 36 bytes per
-                # base held for the whole input rather than 68
-                probs[name] = channel_probs(p) if mode == "eukaryote" else p
-            if need_tracks:
-                tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
-            del p
-    if mode == "eukaryote":
-        from genoctx.heads.spliced_decoder import decode_many
-
-        with status("decoding spliced genes", quiet):
-            spliced = decode_many(records, probs, workers=workers)
-        out = []
-        by_record = _by_contig(spliced)
-        for name, t in zip(names, targets):
-            out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
-        return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
-
-    if circular or closed:
+    if mode == "prokaryote" and (circular or closed):
         # whole circles are closed and a region of a circle is open (its edges are no ends);
         # on other sequences --closed closes their own ends, never a region's edges
         lines = closed
@@ -309,33 +299,86 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                          name in ring or (lines and not circle(t.contig)
                                           and t.end == lengths[t.contig]))
                   for name, t in zip(names, targets)}
-    per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
-    if per_record and len(records) > 1:  # many contigs, each decoded on its own: show a bar
-        with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
-            genes, found = call_bacterial(records, probs or None, params=params,
-                                          rna=rna if use_tools else "none", procedure=procedure,
-                                          progress=bar.advance, workers=workers, closed=closed,
-                                          circular=ring)
-    else:
-        with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
-            genes, found = call_bacterial(records, probs or None, params=params,
-                                          rna=rna if use_tools else "none", procedure=procedure,
-                                          workers=workers, closed=closed, circular=ring)
-    out_genes, out_rnas = [], []
-    genes_of, rnas_of = _by_contig(genes), _by_contig(found or [])  # one pass: many contigs
-    for name, t in zip(names, targets):
-        mine = [dataclasses.replace(g, contig=t.contig) for g in genes_of.get(name, [])]
-        out_genes += _shift(mine, t)
-        if use_tools:
-            rn = rnas_of.get(name, [])
-        elif rna != "none" and name in probs:  # auto without the finders, or model
-            rn = call_rnas(probs[name], contig=name)
+    # the background gene calls' process (if any) stops when the function leaves, however
+    with contextlib.ExitStack() as stack:
+        records, probs, tracks = [], {}, {}
+        total = sum(len(t) for t in targets)
+        future = None
+        if background_genes is None:
+            background_genes = device != "cpu" and workers > 1
+        if background_genes and mode == "prokaryote" and backbone is not None and not keep_probs:
+            # the gene calls do not read the probabilities: start them now, beside the model
+            for t, name in zip(targets, names):
+                seq = fa.fetch(t.contig, t.start, t.end)
+                check_nucleotide(name, seq, path)
+                records.append((name, seq))
+            future = _genes_in_background(
+                stack, records, params=params, rna=rna if use_tools else "none",
+                procedure=procedure, workers=max(1, workers - 1), closed=closed, circular=ring)
+        prefetched = bool(records)
+        with progress_bar("annotating", total=total, quiet=quiet) as bar:
+            for i, (t, name) in enumerate(zip(targets, names)):
+                if prefetched:
+                    seq = records[i][1]
+                else:
+                    seq = fa.fetch(t.contig, t.start, t.end)
+                    check_nucleotide(name, seq, path)
+                    records.append((name, seq))
+                if backbone is None:
+                    bar.advance(len(t))
+                    continue
+                # a whole circle's windows wrap across its origin
+                p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
+                                  batch_size=batch_size, progress=bar.advance,
+                                  circular=name in ring)
+                if keep_probs:
+                    # eukaryote mode reads only the spliced decoder's 9 channels: 36 bytes per
+                    # base held for the whole input rather than 68
+                    probs[name] = channel_probs(p) if mode == "eukaryote" else p
+                if need_tracks:
+                    tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
+                del p
+        if mode == "eukaryote":
+            from genoctx.heads.spliced_decoder import decode_many
+
+            with status("decoding spliced genes", quiet):
+                spliced = decode_many(records, probs, workers=workers)
+            out = []
+            by_record = _by_contig(spliced)
+            for name, t in zip(names, targets):
+                out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
+            return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
+
+        per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
+        if future is not None:
+            with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
+                genes, found = future.result()
+        elif per_record and len(records) > 1:  # many contigs, each decoded on its own: show a bar
+            with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
+                genes, found = call_bacterial(records, probs or None, params=params,
+                                              rna=rna if use_tools else "none", procedure=procedure,
+                                              progress=bar.advance, workers=workers, closed=closed,
+                                              circular=ring)
         else:
-            rn = []
-        out_rnas += _shift([dataclasses.replace(r, contig=t.contig) for r in rn], t)
-    return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha,
-                      source=Path(path), circular=frozenset(t.contig for name, t in
-                                                            zip(names, targets) if name in ring))
+            with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
+                genes, found = call_bacterial(records, probs or None, params=params,
+                                              rna=rna if use_tools else "none", procedure=procedure,
+                                              workers=workers, closed=closed, circular=ring)
+        out_genes, out_rnas = [], []
+        genes_of, rnas_of = _by_contig(genes), _by_contig(found or [])  # one pass: many contigs
+        for name, t in zip(names, targets):
+            mine = [dataclasses.replace(g, contig=t.contig) for g in genes_of.get(name, [])]
+            out_genes += _shift(mine, t)
+            if use_tools:
+                rn = rnas_of.get(name, [])
+            elif rna != "none" and name in probs:  # auto without the finders, or model
+                rn = call_rnas(probs[name], contig=name)
+            else:
+                rn = []
+            out_rnas += _shift([dataclasses.replace(r, contig=t.contig) for r in rn], t)
+        rings = frozenset(t.contig for name, t in zip(names, targets) if name in ring)
+        return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha,
+                          source=Path(path), circular=rings)
 
 
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...], *,

@@ -61,9 +61,16 @@ def gc_frame_position(x: np.ndarray) -> np.ndarray:
     half = GC_WINDOW // 2 // 3  # codons each side
     for r in range(3):
         g = gc[r::3]
-        c = np.concatenate([[0], np.cumsum(g)])
-        i = np.arange(len(g))
-        tot[r::3] = c[np.minimum(i + half + 1, len(g))] - c[np.maximum(i - half, 0)]
+        m = len(g)
+        c = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(g, out=c[1:])
+        # codon i counts codons [i - half, i + half] clipped to the strand: c[hi] - c[lo]
+        hi = np.full(m, c[m])
+        k = max(m - half - 1, 0)
+        hi[:k] = c[half + 1: half + 1 + k]
+        lo = np.zeros(m, dtype=np.int64)
+        lo[half:] = c[:max(m - half, 0)]
+        tot[r::3] = hi - lo
     return tot
 
 
@@ -109,9 +116,26 @@ class CodingModel:
 
     def base_scores(self, kidx: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """Score of every base under each codon position, [Q, L] (0 where the hexamer has N)."""
-        s_QL = self.llr_QK[:, kidx]
-        s_QL[:, ~valid] = 0.0
+        s_QL = np.take(self.llr_QK, kidx, axis=1)  # a quarter the time of llr_QK[:, kidx]
+        s_QL[:, np.flatnonzero(~valid)] = 0.0
         return s_QL
+
+    def codon_scores(self, kidx_masked: np.ndarray, frame: int) -> np.ndarray:
+        """``codon_sum(self.base_scores(kidx, valid), frame)`` without the [Q, L] scores: codon
+        i of ``frame`` sums its bases' scores, base q under codon position q, [C] (float64).
+        ``kidx_masked`` is :func:`masked_kmers` of the strand."""
+        n = max((len(kidx_masked) - frame) // 3, 0)
+        table = np.concatenate([self.llr_QK, np.zeros((3, 1), self.llr_QK.dtype)], axis=1)
+        out = np.zeros(n, dtype=np.float64)
+        for q in range(3):
+            out += table[q].take(kidx_masked[frame + q: frame + q + 3 * n: 3][:n])
+        return out
+
+
+def masked_kmers(kidx: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Hexamer ids with ``NUM_KMERS`` (a zero-score entry) where the hexamer holds a non-ACGT
+    base: what :meth:`CodingModel.codon_scores` looks up."""
+    return np.where(valid, kidx, NUM_KMERS).astype(np.int32)
 
 
 def background_counts(kidx: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -206,8 +230,12 @@ def fit_dicodon(counts_K: np.ndarray, background_K: np.ndarray, pseudo: float = 
 def dicodon_codon_scores(llr_K: np.ndarray, kidx: np.ndarray, valid: np.ndarray,
                          frame: int) -> np.ndarray:
     """Score of each codon of ``frame``: the LLR of the codon pair it begins, [C]."""
-    n = (len(kidx) - frame) // 3
-    end = frame + 3 * np.arange(n) + ORDER  # last base of the pair starting at codon c
-    inside = end < len(kidx)
-    e = np.minimum(end, len(kidx) - 1)
-    return np.where(inside & valid[e], llr_K[kidx[e]], 0.0)
+    n = max((len(kidx) - frame) // 3, 0)
+    # the last base of the pair starting at codon c is frame + 3c + ORDER; pairs running past
+    # the end, or holding a non-ACGT base, score 0
+    out = np.zeros(n, dtype=np.result_type(llr_K.dtype, np.float64))
+    last = slice(frame + ORDER, None, 3)
+    scores = llr_K[kidx[last][:n]]
+    scores[~valid[last][:n]] = 0.0
+    out[:len(scores)] = scores
+    return out

@@ -52,6 +52,7 @@ from genoctx.heads.codon_model import (
     gc_frame_position,
     kmer_index,
     length_factor,
+    masked_kmers,
 )
 from genoctx.heads.orfs import (
     GAP_BASES,
@@ -190,7 +191,12 @@ class _Strand:
         return out
 
     def set_codon_scores(self, per_frame: list[np.ndarray]) -> None:
-        self.cum = [np.concatenate([[0.0], np.cumsum(s)]) for s in per_frame]
+        self.cum = []
+        for s in per_frame:
+            c = np.empty(len(s) + 1)
+            c[0] = 0.0
+            np.cumsum(s, out=c[1:])
+            self.cum.append(c)
         self.clock[0] += 1
 
     def neural(self) -> np.ndarray:
@@ -538,8 +544,11 @@ class GenomeDecoder:
             keep = (c.end - c.start) >= self.params.seed_min_len
             for f in range(3):
                 m = keep & (c.frame == f)
-                cum = np.vstack([np.zeros((1, 3)), np.cumsum(np.eye(3)[gp[f]], axis=0)])
-                counts += (cum[c.k[m]] - cum[c.j[m]]).sum(axis=0)
+                # how many of the kept ORFs cover each codon, then its G+C position's count
+                n = len(gp[f])
+                cover = np.cumsum(np.bincount(c.j[m], minlength=n + 1)
+                                  - np.bincount(c.k[m], minlength=n + 1))[:n]
+                counts += np.bincount(gp[f], weights=cover, minlength=3)
         w = np.log((counts + 1.0) / (counts.sum() / 3.0 + 1.0))
         for s, gp in zip(self.strands, gcpos):
             s.set_codon_scores([w[g] for g in gp])
@@ -581,9 +590,9 @@ class GenomeDecoder:
     def _score_codons(self) -> None:
         """Every codon's score under the current coding model and codon-pair ratios."""
         for s in self.strands:
-            b_QL = self.coding_model.base_scores(s.kidx, s.valid)
+            km = masked_kmers(s.kidx, s.valid)
             s.set_codon_scores([
-                (1.0 - PAIR_SHARE) * codon_sum(b_QL, f)
+                (1.0 - PAIR_SHARE) * self.coding_model.codon_scores(km, f)
                 + PAIR_SHARE * dicodon_codon_scores(self.pair_llr, s.kidx, s.valid, f)
                 for f in range(3)])
 

@@ -67,7 +67,7 @@ def translation_features(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.
     :class:`genoctx.heads.orfs.Candidates`.
     """
     codon_aa = _codon_table(table)
-    xi = x.astype(np.int64)
+    xi = x.astype(np.int16)  # 25 a + 5 b + c <= 124
     gcb = ((x == 1) | (x == 2)).astype(np.float64)
     out = np.zeros((len(j), 22))
     for f in range(3):

@@ -59,10 +59,13 @@ def revcomp_codes(x: np.ndarray) -> np.ndarray:
 
 def codon_codes(x: np.ndarray, frame: int) -> np.ndarray:
     """Codon ids 0..63 of ``frame`` (``INVALID_CODON`` where a base is not ACGT), shape [C]."""
-    n = (len(x) - frame) // 3
-    c_C3 = x[frame:frame + 3 * n].reshape(n, 3).astype(np.int16)
-    ids = c_C3[:, 0] * 16 + c_C3[:, 1] * 4 + c_C3[:, 2]
-    ids[(c_C3 >= 4).any(axis=1)] = INVALID_CODON
+    n = max((len(x) - frame) // 3, 0)
+    b0, b1, b2 = (x[frame + q: frame + 3 * n: 3] for q in range(3))
+    ids = b0.astype(np.int16) * 16
+    ids += b1.astype(np.int16) * 4
+    ids += b2
+    # (rather than an any() over a short axis, which numpy runs slowly)
+    ids[np.maximum(np.maximum(b0, b1), b2) >= 4] = INVALID_CODON
     return ids
 
 
@@ -72,10 +75,10 @@ def gap_mask(x: np.ndarray, min_run: int = GAP_BASES) -> np.ndarray:
     edges = np.flatnonzero(unknown[1:] != unknown[:-1])  # run starts and ends, alternating
     starts, ends = edges[0::2], edges[1::2]
     long = (ends - starts) >= min_run
-    delta = np.zeros(len(x) + 1, dtype=np.int32)
-    np.add.at(delta, starts[long], 1)
-    np.add.at(delta, ends[long], -1)
-    return np.cumsum(delta[:-1]) > 0
+    mask = np.zeros(len(x), dtype=bool)
+    for a, b in zip(starts[long].tolist(), ends[long].tolist()):  # runs are few: one slice each
+        mask[a:b] = True
+    return mask
 
 
 def to_forward(start: np.ndarray, end: np.ndarray, length: int, strand: int):
@@ -185,12 +188,11 @@ def _find_candidates_joined(xs: list[np.ndarray], closed: list[tuple[bool, bool]
     closed5 = np.array([bool(c[0]) for c in closed])
     closed3 = np.array([bool(c[1]) for c in closed])
     first = origin[:-1] // 3  # each strand's first codon in the joined frames
-    in_gap = np.concatenate([[0], np.cumsum(gaps)])
+    # most genomes have no gap: then no codon is in one and nothing below needs the counts
+    in_gap = np.concatenate([[0], np.cumsum(gaps)]) if gaps.any() else None
     cols = []
     for f in range(3):
         codons = codon_codes(joined, f)
-        lo = f + 3 * np.arange(len(codons))
-        gap_codon = in_gap[lo + 3] > in_gap[lo]
         count = np.maximum((lengths - f) // 3, 0)  # each strand's whole codons in this frame
         stop_end = first + count                   # one past each strand's last codon
         stops = np.flatnonzero(np.isin(codons, _STOP_IDS[table]))
@@ -220,8 +222,10 @@ def _find_candidates_joined(xs: list[np.ndarray], closed: list[tuple[bool, bool]
         sid = np.concatenate([e, sid])
         length = 3 * (k - j) + np.where(open3, 0, 3)
         keep = np.where(partial5 | open3, length >= min_edge_len, length >= min_len)
-        bad = np.concatenate([[0], np.cumsum(gap_codon)])
-        keep &= bad[k] == bad[j]  # no gene spans a gap (a long run of unknown bases)
+        if in_gap is not None:
+            lo = f + 3 * np.arange(len(codons))
+            bad = np.concatenate([[0], np.cumsum(in_gap[lo + 3] > in_gap[lo])])
+            keep &= bad[k] == bad[j]  # no gene spans a gap (a long run of unknown bases)
         keep &= ~(open3 & closed3[sid])
         j, k, stype, partial5, open3, sid = (a[keep] for a in (j, k, stype, partial5, open3, sid))
         jl, kl = j - first[sid], k - first[sid]

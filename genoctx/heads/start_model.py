@@ -69,17 +69,19 @@ def motif_hits(x: np.ndarray) -> np.ndarray:
     # x padded with N so every start has a full window; shorter k-mers are its leading bases
     width = max(length for length, _ in MOTIF_KINDS)
     padded = np.concatenate([np.asarray(x), np.full(width, 4, dtype=np.asarray(x).dtype)])
-    code = np.zeros(n, dtype=np.int32)
+    digit = np.minimum(padded, 3).astype(np.uint16)  # 2 bits a base: 12 bits fit in uint16
+    unknown = padded >= 4
+    code = np.zeros(n, dtype=np.uint16)
     bad_at = np.full(n, width, dtype=np.int8)  # offset of the first non-ACGT base in the window
     for t in range(width - 1, -1, -1):
-        b = padded[t:t + n]
-        code += np.minimum(b, 3).astype(np.int32) << (2 * (width - 1 - t))
-        bad_at[b >= 4] = t
+        code += digit[t:t + n] << (2 * (width - 1 - t))
+        bad_at[unknown[t:t + n]] = t
     for k, (length, _) in enumerate(MOTIF_KINDS):
         if n < length:
             continue
         m = n - length + 1
-        hits[k, :m] = _MOTIF_TABLES[k][code[:m] >> (2 * (width - length))] & (bad_at[:m] >= length)
+        found = _MOTIF_TABLES[k].take(code[:m] >> (2 * (width - length)))
+        hits[k, :m] = found & (bad_at[:m] >= length)
     return hits
 
 

@@ -772,6 +772,40 @@ def test_model_runs_only_when_its_output_is_used(example_fasta, tmp_path, monkey
             annotate_fasta(example_fasta, model=ckpt, quiet=True, **kwargs)
 
 
+@pytest.mark.parametrize("circular", [False, True])
+def test_genes_decoded_beside_the_model_are_the_same(example_fasta, tmp_path, monkeypatch,
+                                                     circular):
+    """With gene calls that do not read the probabilities, background_genes decodes them in a
+    spawned process while the model computes the tracks: the same files, tracks included."""
+    pytest.importorskip("pyaragorn")
+    pytest.importorskip("pybarrnap")
+    from genoctx.heads import annotate as ann
+
+    blind = _checkpoint_with_decoder(tmp_path, 0.0, 0.0)
+    kw = dict(model=blind, quiet=True, workers=2, circular=circular)
+    inline = ann.annotate_fasta(example_fasta, background_genes=False, **kw)
+    started = []
+    real = ann._genes_in_background
+
+    def spy(stack, records, **kwargs):
+        started.append(kwargs)
+        return real(stack, records, **kwargs)
+
+    monkeypatch.setattr(ann, "_genes_in_background", spy)
+    beside = ann.annotate_fasta(example_fasta, background_genes=True, **kw)
+    assert len(started) == 1 and started[0]["workers"] == 1
+    assert bool(started[0]["circular"]) == circular
+    formats = ("gff3", "bed", "bedgraph")
+    want = ann.write_annotation(tmp_path / "inline", inline, formats)
+    got = ann.write_annotation(tmp_path / "beside", beside, formats)
+    assert len(want) == len(got) >= 3
+    for a, b in zip(want, got):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert inline.genes and beside.genes == inline.genes and beside.rnas == inline.rnas
+    # on the CPU the default decodes in turn (the model's threads hold the cores)
+    ann.annotate_fasta(example_fasta, **kw)
+    assert len(started) == 1
+
 def test_annotate_without_the_model_does_not_load_torch(example_fasta, tmp_path):
     """Gene and RNA calls alone (--model none, or formats that need no track) never import
     torch, which alone takes seconds to load."""

@@ -215,3 +215,29 @@ def test_start_features_and_base_counts_in_blocks_match_the_plain_forms():
                      model.pwm_llr_PB[cols, b].sum(axis=1)], axis=1)
     want[stype == sm.EDGE_START] = 0.0
     np.testing.assert_array_equal(model.features(stype, rbs, b), want)
+
+
+@pytest.mark.parametrize("length", [0, 2, 5, 6, 7, 8, 100, 3001, 3002])
+def test_codon_scores_are_the_codon_sums_of_the_base_scores(length):
+    """The decoder's per-codon coding and codon-pair scores against the [Q, L] base scores and
+    a codon-by-codon loop (Ns included: their hexamers score 0)."""
+    from genoctx.heads import codon_model as cm
+
+    rng = np.random.default_rng(length)
+    x = rng.integers(0, 4, length).astype(np.uint8)
+    x[rng.random(length) < 0.02] = 4
+    kidx, valid = cm.kmer_index(x)
+    model = cm.CodingModel(rng.normal(size=(3, cm.NUM_KMERS)).astype(np.float32))
+    pair = rng.normal(size=cm.NUM_KMERS)
+    km = cm.masked_kmers(kidx, valid)
+    b_QL = model.base_scores(kidx, valid)
+    for f in range(3):
+        got = model.codon_scores(km, f)
+        want = cm.codon_sum(b_QL, f)
+        assert got.dtype == want.dtype == np.float64
+        np.testing.assert_array_equal(got, want)
+        n = max((length - f) // 3, 0)
+        loop = [pair[kidx[e]] if e < length and valid[e] else 0.0
+                for e in (f + 3 * c + cm.ORDER for c in range(n))]
+        np.testing.assert_array_equal(cm.dicodon_codon_scores(pair, kidx, valid, f),
+                                      np.array(loop, dtype=np.float64).reshape(n))
