@@ -827,8 +827,13 @@ def annotate_genome(path: Path | None, device: str = "cuda") -> None:
         # the first call compiles the model's Triton kernels (cached on disk for later processes)
         timed(f"annotate_fasta, first call (model on {device}, Triton compiles its kernels)",
               lambda: annotate_fasta(fasta, device=device, quiet=True, workers=workers))
-        result = timed(f"annotate_fasta, kernels compiled ({workers} processes)",
-                       lambda: annotate_fasta(fasta, device=device, quiet=True, workers=workers))
+        result = timed(f"annotate_fasta, kernels compiled ({workers} processes, genes "
+                       "decoded beside the model)",
+                       lambda: annotate_fasta(fasta, device=device, quiet=True, workers=workers,
+                                              background_genes=True))
+        timed(f"annotate_fasta, kernels compiled ({workers} processes, genes after the model)",
+              lambda: annotate_fasta(fasta, device=device, quiet=True, workers=workers,
+                                     background_genes=False))
         timed("write GFF3 + BED + bedGraph (3 tracks)",
               lambda: write_annotation(Path(tmp) / "out", result, ("gff3", "bed", "bedgraph")))
         backbone, head = load_annotation_model("embedded", device=device)
