@@ -54,6 +54,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
 import itertools  # noqa: E402
@@ -336,6 +337,21 @@ def check_local_attn(quick: bool) -> None:
         record_check("local_attn", case, ["o", "dq", "dk", "dv"], *results)
 
 
+@contextlib.contextmanager
+def _env(**values):
+    """Set environment variables inside the ``with`` (the kernels read some at each launch)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def check_hybrid_attn(quick: bool) -> None:
     from genoctx.kernels.hybrid.hybrid import hybrid_attn
     from genoctx.kernels.hybrid.reference import hybrid_attn_reference
@@ -344,7 +360,9 @@ def check_hybrid_attn(quick: bool) -> None:
         cases = cases[:1]
     if SMOKE:
         cases = [(1, 300, 2, 32, 64, True, 1, True), (1, 200, 1, 32, 64, False, 0, False)]
-    for B, T, H, D, bs, causal, nx, init in cases:
+    # the causal cases again with the two-loop forward (hybrid.LOOPS)
+    cases = [(*c, "one") for c in cases] + [(*c, "two") for c in cases if c[5]]
+    for B, T, H, D, bs, causal, nx, init, loops in cases:
         q, k, v = _rand_qkv(B, T, H, D)
         gate = torch.rand(B, T, H, device=DEV, dtype=LOWP)
         NB = (T + bs - 1) // bs
@@ -359,8 +377,9 @@ def check_hybrid_attn(quick: bool) -> None:
             x = [leaf(t, dt) for t in (q, k, v, gate)]
             s0 = tuple(leaf(t) for t in st) if st is not None else None
             if kind == "ours":
-                o, _ = hybrid_attn(*x, block_size=bs, causal=causal, extra_blocks=extra,
-                                   initial_state=s0, output_final_state=True)
+                with _env(GENOCTX_HYBRID_LOOPS=loops):
+                    o, _ = hybrid_attn(*x, block_size=bs, causal=causal, extra_blocks=extra,
+                                       initial_state=s0, output_final_state=True)
             elif kind == "lowp":
                 g = x[3][..., None]
                 o = g * local_lowp(*x[:3], bs, causal, extra) + (1 - g) * linear_lowp(
@@ -370,7 +389,7 @@ def check_hybrid_attn(quick: bool) -> None:
                                              initial_state=s0, output_final_state=True)
             results.append([o] + grads(o, x + list(s0 or (None, None)), do.to(o.dtype)))
         case = (f"B{B} T{T} H{H} D{D} bs{bs} {'causal' if causal else 'bidir'} extra{nx}"
-                f"{' +state' if init else ''}")
+                f"{' +state' if init else ''}{' two loops' if loops == 'two' else ''}")
         record_check("hybrid_attn", case, ["o", "dq", "dk", "dv", "dgate", "dS0", "dz0"], *results)
 
 
@@ -559,6 +578,12 @@ def time_attention(T: int, only: list[str] | None, with_flex: bool) -> None:
         from genoctx.kernels.hybrid.hybrid import hybrid_attn
         rows.append(("hybrid", "hybrid_attn (ours, bs512)",
                      lambda: hybrid_attn(q, k, v, gate, block_size=BS)[0],
+                     fl_local + fl_lin, 4 * io, 7 * io))
+
+        def two_loops():
+            with _env(GENOCTX_HYBRID_LOOPS="two"):
+                return hybrid_attn(q, k, v, gate, block_size=BS)[0]
+        rows.append(("hybrid_two", "hybrid_attn (ours, bs512, two loops)", two_loops,
                      fl_local + fl_lin, 4 * io, 7 * io))
     if hybrids:
         from genoctx.kernels.linear_attn.linear_attn import linear_attn as lin_op
@@ -753,6 +778,7 @@ TARGETS = {  # (fwd ms, fwd+bwd ms, extra GiB) at T = 1M
     "linear_attn (ours, C64)": (8.0, 29.0, 16.0),
     "hybrid_attn (ours, bs512)": (10.0, 45.0, 20.0),
     "hybrid split (ours: local + linear + lerp)": (10.0, 45.0, 20.0),
+    "hybrid_attn (ours, bs512, two loops)": (10.0, 45.0, 20.0),
 }
 
 

@@ -90,19 +90,47 @@ _GPU_DEFAULTS = {
     "local_bwd_dq": Tiles(64, 64, 4, 3),
     "local_bwd_dkdv": Tiles(64, 64, 4, 3),
     "hybrid_fwd": Tiles(64, 64, 4, 3),
+    # the two-loop causal forward (hybrid.LOOPS): local_fwd's tiles, chosen by register use
+    # (no spills at 128x64 w8 s3, benchmarks/kernel_resources.py), not yet by a GPU sweep
+    "hybrid_fwd2": Tiles(128, 64, 8, 3),
     "hybrid_bwd_dq": Tiles(64, 64, 4, 3),
     "hybrid_bwd_dkdv": Tiles(64, 128, 8, 2),
+    # the two-loop dk/dv: 64x64 w8 s2 has the fewest spills on sm_90 (66 static spill
+    # instructions; the one loop at its 64x128 w8 s2 has 429), not yet chosen by a GPU sweep
+    "hybrid_bwd_dkdv2": Tiles(64, 64, 8, 2),
     "hybrid_state": Tiles(64, 64, 4, 2),
 }
 
 
-def tile_config(kind: str, *, block_size: int, head_dim: int) -> Tiles:
-    """Tiles for ``kind``, shrunk so that a tile never spans much more than one block."""
+# Blackwell (sm_100) departures from _GPU_DEFAULTS. Triton 3.7.1 compiles the hybrid dk/dv kernel
+# with 128-key tiles for sm_100 to a bare trap (its body is `llvm.trap`: it would fault on a
+# B200); 64x64 w8 s2 compiles to tcgen05 MMAs without spills (64x64 w4 s3: 338 spill
+# instructions). benchmarks/kernel_resources.py checks every kernel for both targets.
+_BLACKWELL = {
+    "hybrid_bwd_dkdv": Tiles(64, 64, 8, 2),
+}
+
+
+def cuda_arch(device) -> int | None:
+    """Compute capability of a CUDA ``device`` as ``10 * major + minor`` (90: H100/H200, 100:
+    B200), None for any other device."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return 10 * major + minor
+
+
+def tile_config(kind: str, *, block_size: int, head_dim: int, arch: int | None = None) -> Tiles:
+    """Tiles for ``kind`` on a GPU of compute capability ``arch`` (:func:`cuda_arch`; None:
+    the Hopper defaults), shrunk so that a tile never spans much more than one block."""
     if kind in _FORCED:
         tiles = _FORCED[kind]
     elif interpreting():
         # The interpreter's cost is per program and per op, not per element: few, large tiles.
         tiles = Tiles(64, 64, 4, 1)
+    elif arch is not None and arch >= 100 and kind in _BLACKWELL:
+        tiles = _BLACKWELL[kind]
     else:
         tiles = _GPU_DEFAULTS[kind]
         if head_dim > 64:  # keep the fp32 accumulators of D = 128 in registers

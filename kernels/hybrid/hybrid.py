@@ -27,12 +27,14 @@ without dividing by ``gate`` or ``1 - gate``.
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 import triton
 import triton.language as tl
 from genoctx.kernels._triton_utils import (
     check_qkv,
+    cuda_arch,
     dot_precision,
     new_output,
     next_pow2,
@@ -53,6 +55,26 @@ from torch.autograd.function import once_differentiable
 from genoctx.errors import InputError
 
 EPS = 1e-6  # the linear branch's normaliser floor, as in linear_attn_reference
+# How the causal forward and dk/dv kernels walk their tiles. "one": one loop over the window,
+# the own block's tiles adding the linear intra-chunk terms beside the softmax ones. "two": the
+# intra-chunk terms in a loop of their own over the own block, then the softmax loop as
+# local_attn runs it, so that the two never hold their temporaries at once. Compiled for sm_90
+# (Triton 3.7.1, B1 H16 D64 bf16, block 512; benchmarks/kernel_resources.py, docs/benchmarks.md):
+# "one" sits at the 255-register cap with spills in both kernels; "two" spills less (none in the
+# forward) at its tiles. Which is faster on a GPU has not been measured yet;
+# benchmarks/gpu_suite.py times both. $GENOCTX_HYBRID_LOOPS overrides the default.
+LOOPS = ("one", "two")
+LOOPS_DEFAULT = "one"
+
+
+def loops() -> str:
+    """The causal kernels' tile walk (:data:`LOOPS`): ``$GENOCTX_HYBRID_LOOPS``, else
+    :data:`LOOPS_DEFAULT`."""
+    walk = os.environ.get("GENOCTX_HYBRID_LOOPS", LOOPS_DEFAULT)
+    if walk not in LOOPS:
+        raise ValueError(f"GENOCTX_HYBRID_LOOPS must be one of {', '.join(LOOPS)}, "
+                         f"got {walk!r}")
+    return walk
 
 
 @triton.jit
@@ -151,6 +173,26 @@ def _hybrid_fwd_inner(acc, l_i, m_i, num, den, q, phi_q, k_base, v_base, q_pos, 
 
 
 @triton.jit
+def _linear_intra_inner(num, den, phi_q, k_base, v_base, q_pos, start, end, hi, stride_t,
+                        offs_n, offs_d, HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr,
+                        BLOCK_N: tl.constexpr, MASK: tl.constexpr, PREC: tl.constexpr):
+    """The linear branch's intra-chunk terms over key tiles ``[start, end)`` of the query's own
+    block (causal; keys >= hi or after the row masked when MASK), on their own: the
+    two-loop forward's first loop (:data:`LOOPS`)."""
+    for n in range(start, end, BLOCK_N):
+        k = _load_tile(k_base, n, offs_n, offs_d, stride_t, hi, HEAD_D, BLOCK_D, MASK)
+        v = _load_tile(v_base, n, offs_n, offs_d, stride_t, hi, HEAD_D, BLOCK_D, MASK)
+        phi_k = _phi(k, offs_d, HEAD_D, BLOCK_D).to(k.dtype)
+        a = tl.dot(phi_q, tl.trans(phi_k), input_precision=PREC)
+        if MASK:
+            k_pos = n + offs_n
+            a = tl.where((k_pos[None, :] < hi) & (k_pos[None, :] <= q_pos[:, None]), a, 0.0)
+        den += tl.sum(a, 1)
+        num = tl.dot(a.to(v.dtype), v, num, input_precision=PREC)
+    return num, den
+
+
+@triton.jit
 def _causal_window(blk, q_start, q_end, BS, BLOCK_N: tl.constexpr):
     """Causal key ranges of a query tile: previous block (mask-free part, then the rest) and
     own block (mask-free below the tile's first row, then the diagonal)."""
@@ -168,7 +210,8 @@ def hybrid_fwd_kernel(Q, K, V, GATE, O, ODIFF, LSE, DEN, S_BUF, Z_BUF, EXTRA, qk
                       T, H, NB, NX, BS, TILES, STATE_STEP, HEAD_D: tl.constexpr,
                       BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                       CAUSAL: tl.constexpr, HAS_EXTRA: tl.constexpr, STORE_AUX: tl.constexpr,
-                      PREC: tl.constexpr, STATE_PREC: tl.constexpr):
+                      PREC: tl.constexpr, STATE_PREC: tl.constexpr,
+                      TWO_LOOPS: tl.constexpr = False):
     pid = tl.program_id(0)
     bh = tl.program_id(1)
     blk, q_start, q_end = _tile_span(pid, TILES, BS, T, BLOCK_M)
@@ -188,7 +231,26 @@ def hybrid_fwd_kernel(Q, K, V, GATE, O, ODIFF, LSE, DEN, S_BUF, Z_BUF, EXTRA, qk
     den = tl.zeros([BLOCK_M], dtype=tl.float32)
     kb = K + base
     vb = V + base
-    if CAUSAL:
+    if CAUSAL and TWO_LOOPS:
+        # the linear intra-chunk terms first, in a loop of their own over the own block's
+        # tiles (their K/V come again from L2 in the softmax loop): the two loops never hold
+        # both branches' temporaries at once (see LOOPS)
+        _, _, own, own_full, hi = _causal_window(blk, q_start, q_end, BS, BLOCK_N)
+        num, den = _linear_intra_inner(num, den, phi_q_lp, kb, vb, q_pos, own, own_full, hi,
+                                       stride_t, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N,
+                                       False, PREC)
+        num, den = _linear_intra_inner(num, den, phi_q_lp, kb, vb, q_pos, own_full, hi, hi,
+                                       stride_t, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N,
+                                       True, PREC)
+        # then the softmax over the whole causal window, as local_attn runs it
+        lo, full_end, hi = _local_window(blk, q_start, q_end, BS, T, True, BLOCK_N)
+        acc, l_i, m_i, num, den = _hybrid_fwd_inner(
+            acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, lo, full_end, hi, stride_t,
+            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, False, True, False, PREC)
+        acc, l_i, m_i, num, den = _hybrid_fwd_inner(
+            acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, full_end, hi, hi, stride_t,
+            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, True, True, False, PREC)
+    elif CAUSAL:
         lo, prev_full, own, own_full, hi = _causal_window(blk, q_start, q_end, BS, BLOCK_N)
         acc, l_i, m_i, num, den = _hybrid_fwd_inner(
             acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, lo, prev_full, own, stride_t,
@@ -430,6 +492,33 @@ def _hybrid_dkdv_inner(dk, dv, dphi, k, v, phi_k, k_pos, q_base, do_base, row_ba
 
 
 @triton.jit
+def _linear_dkdv_inner(dv, dphi, v, phi_k, k_pos, q_base, do_base, row_base, DDEN, CN, start,
+                       end, hi, stride_t, offs_m, offs_d, HEAD_D: tl.constexpr,
+                       BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, MASK: tl.constexpr,
+                       PREC: tl.constexpr):
+    """The linear intra-chunk part of dv and d phi(k) over query tiles ``[start, end)`` of the
+    key tile's own block (causal): the two-loop dk/dv kernel's first loop (:data:`LOOPS`)."""
+    for m in range(start, end, BLOCK_M):
+        q = _load_tile(q_base, m, offs_m, offs_d, stride_t, hi, HEAD_D, BLOCK_D, MASK)
+        do = _load_tile(do_base, m, offs_m, offs_d, stride_t, hi, HEAD_D, BLOCK_D, MASK)
+        q_pos = m + offs_m
+        rows = q_pos < hi
+        c = tl.load(CN + row_base + q_pos, mask=rows, other=0.0)
+        dden = tl.load(DDEN + row_base + q_pos, mask=rows, other=0.0)
+        phi_q = _phi(q, offs_d, HEAD_D, BLOCK_D).to(q.dtype)
+        dov_t = tl.dot(v, tl.trans(do), input_precision=PREC)
+        a_t = tl.dot(phi_k, tl.trans(phi_q), input_precision=PREC)
+        w_k = dov_t * c[None, :] + dden[None, :]
+        if MASK:
+            ok = rows[None, :] & (q_pos[None, :] >= k_pos[:, None])
+            a_t = tl.where(ok, a_t, 0.0)
+            w_k = tl.where(ok, w_k, 0.0)
+        dv = tl.dot((a_t * c[None, :]).to(do.dtype), do, dv, input_precision=PREC)
+        dphi = tl.dot(w_k.to(q.dtype), phi_q, dphi, input_precision=PREC)
+    return dv, dphi
+
+
+@triton.jit
 def _causal_query_window(blk, k_start, k_end, BS, T, BLOCK_M: tl.constexpr,
                          BLOCK_N: tl.constexpr):
     """Causal query ranges seeing a key tile: own block (diagonal, mask-free, tail) then next."""
@@ -448,7 +537,7 @@ def hybrid_bwd_kernel_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, DDEN, CN, GT, DS_BUF
                            DSLOT_STEP, HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                            HAS_EXTRA: tl.constexpr, PREC: tl.constexpr,
-                           STATE_PREC: tl.constexpr):
+                           STATE_PREC: tl.constexpr, TWO_LOOPS: tl.constexpr = False):
     pid = tl.program_id(0)
     bh = tl.program_id(1)
     blk, k_start, k_end = _tile_span(pid, TILES, BS, T, BLOCK_N)
@@ -471,18 +560,28 @@ def hybrid_bwd_kernel_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, DDEN, CN, GT, DS_BUF
     if CAUSAL:
         head_end, own_full, own_end, next_full, next_end = _causal_query_window(
             blk, k_start, k_end, BS, T, BLOCK_M, BLOCK_N)
+        if TWO_LOOPS:  # the linear intra-chunk part first, in a loop of its own (see LOOPS)
+            dv, dphi = _linear_dkdv_inner(dv, dphi, v, phi_k_lp, k_pos, qb, dob, row_base, DDEN,
+                                          CN, k_start, head_end, own_end, stride_t, offs_m,
+                                          offs_d, HEAD_D, BLOCK_D, BLOCK_M, True, PREC)
+            dv, dphi = _linear_dkdv_inner(dv, dphi, v, phi_k_lp, k_pos, qb, dob, row_base, DDEN,
+                                          CN, head_end, own_full, own_end, stride_t, offs_m,
+                                          offs_d, HEAD_D, BLOCK_D, BLOCK_M, False, PREC)
+            dv, dphi = _linear_dkdv_inner(dv, dphi, v, phi_k_lp, k_pos, qb, dob, row_base, DDEN,
+                                          CN, own_full, own_end, own_end, stride_t, offs_m,
+                                          offs_d, HEAD_D, BLOCK_D, BLOCK_M, True, PREC)
         dk, dv, dphi = _hybrid_dkdv_inner(
             dk, dv, dphi, k, v, phi_k_lp, k_pos, qb, dob, row_base, LSE, DELTA, DDEN, CN, GT,
             k_start, head_end, own_end, stride_t, qk_scale, offs_m, offs_d, HEAD_D, BLOCK_D,
-            BLOCK_M, True, True, True, PREC)
+            BLOCK_M, True, True, not TWO_LOOPS, PREC)
         dk, dv, dphi = _hybrid_dkdv_inner(
             dk, dv, dphi, k, v, phi_k_lp, k_pos, qb, dob, row_base, LSE, DELTA, DDEN, CN, GT,
             head_end, own_full, own_end, stride_t, qk_scale, offs_m, offs_d, HEAD_D, BLOCK_D,
-            BLOCK_M, False, True, True, PREC)
+            BLOCK_M, False, True, not TWO_LOOPS, PREC)
         dk, dv, dphi = _hybrid_dkdv_inner(
             dk, dv, dphi, k, v, phi_k_lp, k_pos, qb, dob, row_base, LSE, DELTA, DDEN, CN, GT,
             own_full, own_end, own_end, stride_t, qk_scale, offs_m, offs_d, HEAD_D, BLOCK_D,
-            BLOCK_M, True, True, True, PREC)
+            BLOCK_M, True, True, not TWO_LOOPS, PREC)
         dk, dv, dphi = _hybrid_dkdv_inner(
             dk, dv, dphi, k, v, phi_k_lp, k_pos, qb, dob, row_base, LSE, DELTA, DDEN, CN, GT,
             own_end, next_full, next_end, stride_t, qk_scale, offs_m, offs_d, HEAD_D, BLOCK_D,
@@ -540,7 +639,8 @@ def _chunk_states(k, v, s0, z0, *, block_size: int, causal: bool):
     """
     B, T, H, D = k.shape
     NB = triton.cdiv(T, block_size)
-    ts = tile_config("hybrid_state", block_size=block_size, head_dim=D)
+    ts = tile_config("hybrid_state", block_size=block_size, head_dim=D,
+                     arch=cuda_arch(k.device))
     s_buf = torch.empty(B * H, NB + 1, D, D, dtype=torch.float32, device=k.device)
     z_buf = torch.empty(B * H, NB + 1, D, dtype=torch.float32, device=k.device)
     s_buf[:, 0] = 0.0 if s0 is None else s0.reshape(B * H, D, D)
@@ -567,7 +667,9 @@ def hybrid_fwd(q, k, v, gate, s0, z0, extra, *, block_size: int, causal: bool, s
     """
     B, T, H, D = q.shape
     NB = triton.cdiv(T, block_size)
-    tiles = tile_config("hybrid_fwd", block_size=block_size, head_dim=D)
+    two_loops = causal and loops() == "two"
+    tiles = tile_config("hybrid_fwd2" if two_loops else "hybrid_fwd", block_size=block_size,
+                        head_dim=D, arch=cuda_arch(q.device))
     s_buf, z_buf, s_fin, z_fin = _chunk_states(k, v, s0, z0, block_size=block_size,
                                                causal=causal)
     o = new_output(q.shape, dtype=q.dtype, device=q.device)
@@ -581,7 +683,7 @@ def hybrid_fwd(q, k, v, gate, s0, z0, extra, *, block_size: int, causal: bool, s
         extra.shape[-1] if extra is not None else 0, block_size, per_block, 1 if causal else 0,
         HEAD_D=D, BLOCK_D=next_pow2(D), BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n,
         CAUSAL=causal, HAS_EXTRA=extra is not None, STORE_AUX=need_aux,
-        PREC=dot_precision(q.dtype), STATE_PREC=_state_precision(q.dtype),
+        PREC=dot_precision(q.dtype), STATE_PREC=_state_precision(q.dtype), TWO_LOOPS=two_loops,
         num_warps=tiles.num_warps, num_stages=tiles.num_stages)
     aux = (o_diff, lse, den, s_buf, z_buf) if need_aux else None
     return o, aux, (s_fin.reshape(B, H, D, D).clone(), z_fin.reshape(B, H, D).clone())
@@ -596,7 +698,8 @@ def _state_grads(q, o, o_diff, do, gate, den, ds_fin, dz_fin, *, block_size: int
     """
     B, T, H, D = q.shape
     NB = triton.cdiv(T, block_size)
-    ts = tile_config("hybrid_state", block_size=block_size, head_dim=D)
+    ts = tile_config("hybrid_state", block_size=block_size, head_dim=D,
+                     arch=cuda_arch(q.device))
     dgate = new_output(gate.shape, dtype=gate.dtype, device=q.device)
     rows = tuple(new_output((B * H, T), dtype=torch.float32, device=q.device) for _ in range(4))
     ds_buf = torch.empty(B * H, NB + 1, D, D, dtype=torch.float32, device=q.device)
@@ -623,7 +726,8 @@ def _state_grads(q, o, o_diff, do, gate, den, ds_fin, dz_fin, *, block_size: int
 def _launch_bwd_dq(q, k, v, do, lse, rows, s_buf, z_buf, extra, *, block_size, causal, scale):
     B, T, H, D = q.shape
     NB = triton.cdiv(T, block_size)
-    tq = tile_config("hybrid_bwd_dq", block_size=block_size, head_dim=D)
+    tq = tile_config("hybrid_bwd_dq", block_size=block_size, head_dim=D,
+                     arch=cuda_arch(q.device))
     dq = new_output(q.shape, dtype=q.dtype, device=q.device)
     per_q = triton.cdiv(block_size, tq.block_m)
     hybrid_bwd_kernel_dq[(NB * per_q, B * H)](
@@ -640,7 +744,9 @@ def _launch_bwd_dkdv(q, k, v, do, lse, rows, ds_buf, dz_buf, dslots, extra, *, b
                      causal, scale):
     B, T, H, D = q.shape
     NB = triton.cdiv(T, block_size)
-    tk = tile_config("hybrid_bwd_dkdv", block_size=block_size, head_dim=D)
+    two_loops = causal and loops() == "two"
+    tk = tile_config("hybrid_bwd_dkdv2" if two_loops else "hybrid_bwd_dkdv",
+                     block_size=block_size, head_dim=D, arch=cuda_arch(q.device))
     dk, dv = (new_output(q.shape, dtype=q.dtype, device=q.device) for _ in range(2))
     rev_off, rev_idx = reverse_block_index(extra, NB) if extra is not None else (lse, lse)
     per_k = triton.cdiv(block_size, tk.block_n)
@@ -648,7 +754,7 @@ def _launch_bwd_dkdv(q, k, v, do, lse, rows, ds_buf, dz_buf, dslots, extra, *, b
         q, k, v, do, dk, dv, lse, *rows, ds_buf, dz_buf, rev_off, rev_idx, scale, scale * LOG2E,
         T, H, NB, block_size, per_k, *dslots, HEAD_D=D, BLOCK_D=next_pow2(D),
         BLOCK_M=tk.block_m, BLOCK_N=tk.block_n, CAUSAL=causal, HAS_EXTRA=extra is not None,
-        PREC=dot_precision(q.dtype), STATE_PREC=_state_precision(q.dtype),
+        PREC=dot_precision(q.dtype), STATE_PREC=_state_precision(q.dtype), TWO_LOOPS=two_loops,
         num_warps=tk.num_warps, num_stages=tk.num_stages)
     return dk, dv
 

@@ -25,6 +25,7 @@ import triton
 import triton.language as tl
 from genoctx.kernels._triton_utils import (
     check_qkv,
+    cuda_arch,
     dot_precision,
     new_output,
     next_pow2,
@@ -334,7 +335,7 @@ def local_attn_bwd_kernel_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, REV_OFF, REV_IDX
 
 def _launch_shape(q: torch.Tensor, block_size: int, kind: str):
     B, T, H, D = q.shape
-    tiles = tile_config(kind, block_size=block_size, head_dim=D)
+    tiles = tile_config(kind, block_size=block_size, head_dim=D, arch=cuda_arch(q.device))
     return B, T, H, D, (T + block_size - 1) // block_size, tiles
 
 

@@ -28,9 +28,13 @@ def test_gpu_suite_runs_every_section_on_the_cpu(tmp_path):
     assert res["checks"] and all(c["ok"] for c in res["checks"])
     assert {c["kernel"] for c in res["checks"]} == {
         "linear_attn", "local_attn", "hybrid_attn", "block_topk", "moe", "moe_permute"}
+    assert any(c["kernel"] == "hybrid_attn" and c["case"].endswith("two loops")
+               for c in res["checks"])
     timed = {t["impl"] for t in res["timings"] if "fwd_ms" in t}
     for row in ("local_attn (ours, bs512)", "linear_attn (ours, C64)", "hybrid_attn (ours, bs512)",
-                "hybrid split (ours: local + linear + lerp)", "SDPA flash dense causal", "SDPA block-diagonal 512", "FlexAttention block-512",
+                "hybrid split (ours: local + linear + lerp)",
+                "hybrid_attn (ours, bs512, two loops)", "SDPA flash dense causal",
+                "SDPA block-diagonal 512", "FlexAttention block-512",
                 "FlexAttention local halo 512", "FlexAttention sliding-window 1024"):
         assert row in timed
     assert any(t["impl"].startswith("grouped_mm triton") for t in res["timings"])

@@ -154,6 +154,56 @@ def test_block_longer_than_tiles(causal):
         run_case(1, 201, 2, 32, 64, causal, 2, torch.float32, seed=1)
 
 
+
+@pytest.mark.parametrize(
+    "B, T, H, D, block_size, num_extra, dtype, tiles",
+    [
+        (2, 333, 2, 48, 64, 2, torch.float32, None),
+        (1, 511, 1, 64, 16, 2, torch.float16, None),
+        (1, 100, 1, 32, 24, 2, torch.float32, None),  # block size not a power of two
+        (1, 201, 2, 32, 64, 2, torch.float32, (32, 16)),  # a block of two query tiles
+        (1, 201, 2, 32, 64, 0, torch.float16, (16, 32)),  # key tiles longer than query tiles
+    ],
+)
+def test_two_loops_match_reference(monkeypatch, B, T, H, D, block_size, num_extra, dtype, tiles):
+    """GENOCTX_HYBRID_LOOPS=two (the intra-chunk terms in loops apart from the softmax ones, in
+    the forward and the dk/dv kernel): the same outputs and gradients against the reference
+    (causal; the bidirectional kernels have no intra-chunk loop)."""
+    from genoctx.kernels.hybrid import hybrid as hyb
+
+    monkeypatch.setenv("GENOCTX_HYBRID_LOOPS", "two")
+    launched = []
+
+    class Spy:
+        def __init__(self, name):
+            self.name, self.real = name, getattr(hyb, name)
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                launched.append((self.name, kwargs["TWO_LOOPS"]))
+                return self.real[grid](*args, **kwargs)
+            return launch
+
+    for name in ("hybrid_fwd_kernel", "hybrid_bwd_kernel_dkdv"):
+        monkeypatch.setattr(hyb, name, Spy(name))
+    if tiles is None:
+        run_case(B, T, H, D, block_size, True, num_extra, dtype, seed=3)
+    else:
+        with force_tiles("hybrid_fwd2", block_m=tiles[0], block_n=tiles[1]), \
+                force_tiles("hybrid_bwd_dkdv2", block_m=tiles[1], block_n=tiles[0]):
+            run_case(B, T, H, D, block_size, True, num_extra, dtype, seed=3)
+    assert {name for name, two in launched if two} == {"hybrid_fwd_kernel",
+                                                       "hybrid_bwd_kernel_dkdv"}
+    assert all(two for _, two in launched)
+
+
+def test_forward_loops_are_checked(monkeypatch):
+    from genoctx.kernels.hybrid import hybrid as hyb
+
+    monkeypatch.setenv("GENOCTX_HYBRID_LOOPS", "three")
+    with pytest.raises(ValueError, match="GENOCTX_HYBRID_LOOPS must be one of one, two"):
+        hyb.loops()
+
 def test_state_carries_across_segments():
     """Two segments with the state carried give the one-pass final state (linear branch)."""
     gen = torch.Generator().manual_seed(5)

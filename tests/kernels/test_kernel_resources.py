@@ -1,0 +1,29 @@
+"""Every attention kernel compiles for Hopper (sm_90) and Blackwell (sm_100) to that target's own
+tensor-core MMA, not to a trap, with the tiles genoctx launches it with.
+
+The compile runs here, without a GPU (Triton's ahead-of-time compile with its own ptxas), in a
+subprocess: the test session's TRITON_INTERPRET=1 turns ``triton.jit`` into the interpreter.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "kernel_resources.py"
+
+
+def test_kernels_compile_to_native_mma_on_hopper_and_blackwell():
+    triton = pytest.importorskip("triton")
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    if not ptxas.exists():
+        pytest.skip("this triton wheel ships no ptxas")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(SCRIPT), "--targets", "90,100", "--no-write",
+                          "--check"], capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| ")][1:]  # no header
+    assert len(rows) == 2 * 13  # 13 kernel variants, two targets
+    assert "FAIL" not in run.stdout
