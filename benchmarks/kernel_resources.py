@@ -45,11 +45,14 @@ import time  # noqa: E402
 
 T, H, D, BS = 1 << 20, 16, 64, 512
 NB = T // BS
-DIVISIBLE = {"T", "H", "NB", "BS"}  # the JIT marks ints that are multiples of 16
+# integer arguments that are multiples of 16 at this shape (the JIT marks them so)
+DIVISIBLE = {"T", "H", "NB", "BS", "D", "E", "F", "sb_S", "ss_S", "sb_z", "ss_z", "s_we", "s_wd",
+             "s_wf"}
 
 
 def _specs():
-    """(name, variant, kernel, tile kind, pointer dtypes, float args, constants, ones)."""
+    """(name, variant, kernel, tile kind or launch config, pointer dtypes, float args,
+    constants, ints equal to 1)."""
     import importlib
 
     # (the packages export functions named like their modules)
@@ -102,6 +105,34 @@ def _specs():
                      "REV_OFF": i32, "REV_IDX": i32}, {"sm_scale", "qk_scale"},
                     dict(common, CAUSAL=True, HAS_EXTRA=True, STATE_PREC="tf32", TWO_LOOPS=two),
                     ()))
+    # linear attention (chunk 64) and the MoE grouped matmul, with their own launch configs
+    import torch
+
+    lin = importlib.import_module("genoctx.kernels.linear_attn.linear_attn")
+    moe = importlib.import_module("genoctx.kernels.moe.moe")
+    lin_ptr = {"q": bf, "k": bf, "v": bf, "o": bf, "do": bf, "dq": bf, "dk": bf, "dv": bf,
+               "rden": f32, "gden": f32, "S_start": f32, "z_start": f32, "seg_S": f32,
+               "seg_z": f32, "dseg_S": f32, "dseg_z": f32, "dS_end": f32, "dz_end": f32}
+    for kernel, pass_ in ((lin.linear_attn_fwd_kernel_segsum, "fwd"),
+                          (lin.linear_attn_fwd_kernel, "fwd"),
+                          (lin.linear_attn_bwd_kernel_dq, "bwd"),
+                          (lin.linear_attn_bwd_kernel_dkdv, "bwd")):
+        cfg = lin._launch_cfg(D, D, 64, torch.bfloat16, pass_)
+        consts = {k: v for k, v in cfg.items() if k in kernel.arg_names}
+        if "CAUSAL" in kernel.arg_names:
+            consts["CAUSAL"] = True
+        label = f"C64 w{cfg['num_warps']} s{cfg['num_stages']}"
+        out.append(("linear_attn " + kernel.__name__.removeprefix("linear_attn_"), "causal",
+                    kernel, {"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"],
+                             "label": label}, lin_ptr, {"eps"}, consts, ()))
+    gmm = moe._gmm_cfg(torch.bfloat16)
+    out.append(("moe grouped_mm", "bf16", moe.grouped_mm_kernel,
+                {"num_warps": gmm["num_warps"], "num_stages": gmm["num_stages"],
+                 "label": f"{gmm['BM']}x{gmm['BN']}x{gmm['BK']} w{gmm['num_warps']} "
+                          f"s{gmm['num_stages']}"},
+                {"x": bf, "w": bf, "y": bf, "tile_expert": i32, "tile_row0": "*i64",
+                 "row_end": "*i64"}, set(),
+                {"BM": gmm["BM"], "BN": gmm["BN"], "BK": gmm["BK"], "PREC": "tf32"}, ()))
     return out
 
 
@@ -118,12 +149,17 @@ def compile_one(fn, kind, ptrs, floats, constants, ones, cc):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    tiles = tile_config(kind, block_size=BS, head_dim=D, arch=cc)
     constants = dict(constants)
-    if kind == "hybrid_state":
-        constants["BLOCK_T"] = tiles.block_m
+    if isinstance(kind, dict):  # a kernel with its own launch config
+        num_warps, num_stages, label = kind["num_warps"], kind["num_stages"], kind["label"]
     else:
-        constants.update(BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n)
+        tiles = tile_config(kind, block_size=BS, head_dim=D, arch=cc)
+        num_warps, num_stages = tiles.num_warps, tiles.num_stages
+        label = f"{tiles.block_m}x{tiles.block_n} w{num_warps} s{num_stages}"
+        if kind == "hybrid_state":
+            constants["BLOCK_T"] = tiles.block_m
+        else:
+            constants.update(BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n)
     constants.update({name: 1 for name in ones})
     sig = {}
     for name in fn.arg_names:
@@ -141,7 +177,7 @@ def compile_one(fn, kind, ptrs, floats, constants, ones, cc):
     src = ASTSource(fn=fn, signature=sig, constexprs=constants, attrs=attrs)
     t0 = time.perf_counter()
     ck = triton.compile(src, target=GPUTarget("cuda", cc, 32),
-                        options={"num_warps": tiles.num_warps, "num_stages": tiles.num_stages})
+                        options={"num_warps": num_warps, "num_stages": num_stages})
     seconds = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
@@ -159,7 +195,7 @@ def compile_one(fn, kind, ptrs, floats, constants, ones, cc):
         return sum(1 for op in ops if op in names)
 
     return {
-        "tiles": f"{tiles.block_m}x{tiles.block_n} w{tiles.num_warps} s{tiles.num_stages}",
+        "tiles": label,
         "regs": int(re.search(r"REG:(\d+)", usage).group(1)),
         "spills": count("LDL", "STL"),
         "shared_kib": ck.metadata.shared / 1024,
