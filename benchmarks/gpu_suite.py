@@ -6,7 +6,7 @@ Usage (on a CUDA machine, from the repository root)::
     python benchmarks/gpu_suite.py --app        # ... and genoctx annotate + training steps
     python benchmarks/gpu_suite.py --quick      # T = 16,384 and 131,072, fewer check cases
     python benchmarks/gpu_suite.py --only linear_attn,fla   # comma-separated name filters
-    python benchmarks/gpu_suite.py --sweep      # also sweep linear_attn launch settings
+    python benchmarks/gpu_suite.py --sweep      # also sweep linear_attn's and the hybrid's tiles
     python benchmarks/gpu_suite.py --only time_attention --T 1048576   # one section, one T
     python benchmarks/gpu_suite.py --from-json gpu_suite.json   # re-render docs from a saved run
     python benchmarks/gpu_suite.py --from-json a.json,b.json    # ... from runs merged in order
@@ -719,6 +719,33 @@ def sweep_linear_attn(T: int) -> None:
     LA.TUNE.clear()
 
 
+
+def sweep_hybrid(T: int) -> None:
+    """Tiles of the hybrid's two-loop kernels (GENOCTX_HYBRID_LOOPS=two; forward and dk/dv)
+    at B1 H16 D64 bf16, block 512, causal: their defaults come first. Chosen so far by register
+    use only (benchmarks/kernel_resources.py); this times them."""
+    from genoctx.kernels._triton_utils import force_tiles
+    from genoctx.kernels.hybrid.hybrid import hybrid_attn
+    q, k, v = _attn_inputs(T)
+    gate = torch.rand(1, T, HEADS, device=DEV, dtype=LOWP).requires_grad_()
+    io = 2 * T * HEADS * 64
+    fl = 4 * HEADS * T * 1.5 * 512 * 64 + 2 * HEADS * T * (2 * 64 * 64 + 3 * 64 * 64)
+    fwd = [(128, 64, 8, 3), (128, 64, 8, 2), (64, 64, 4, 3), (128, 32, 8, 3)]
+    dkdv = [(64, 64, 8, 2), (64, 64, 4, 3), (64, 64, 4, 2), (64, 128, 8, 2)]
+    configs = [(f, dkdv[0]) for f in fwd] + [(fwd[0], d) for d in dkdv[1:]]
+    for (fm, fn_, fw, fs), (dm, dn, dw, ds) in configs:
+        def run(fm=fm, fn_=fn_, fw=fw, fs=fs, dm=dm, dn=dn, dw=dw, ds=ds):
+            with _env(GENOCTX_HYBRID_LOOPS="two"), \
+                    force_tiles("hybrid_fwd2", block_m=fm, block_n=fn_, num_warps=fw,
+                                num_stages=fs), \
+                    force_tiles("hybrid_bwd_dkdv2", block_m=dm, block_n=dn, num_warps=dw,
+                                num_stages=ds):
+                return hybrid_attn(q, k, v, gate, block_size=512)[0]
+        time_entry("sweep", f"hybrid two loops fwd {fm}x{fn_} w{fw} s{fs}, dk/dv {dm}x{dn} "
+                   f"w{dw} s{ds}", T, run, [q, k, v, gate], flops_fwd=fl, bytes_fwd=4 * io,
+                   bytes_bwd=7 * io)
+
+
 def time_block_topk(T: int) -> None:
     from genoctx.kernels.block_score.block_score import block_topk
     from genoctx.kernels.block_score.reference import block_topk_reference
@@ -1040,7 +1067,8 @@ def main(argv=None) -> int:
                                    "contains one (linear_attn, local_attn, hybrid_attn, "
                                    "block_topk, moe, alternatives, fla, sweep, check, time)")
     ap.add_argument("--sweep", action="store_true",
-                    help="also sweep linear_attn's chunk size and launch settings at the largest T")
+                    help="also sweep linear_attn's chunk size and launch settings and the hybrid's "
+                         "two-loop tiles at the largest T")
     ap.add_argument("--T", help="comma-separated sequence lengths of the timings (default "
                                 "131072,1048576; FlexAttention runs at the largest)")
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
@@ -1106,7 +1134,10 @@ def main(argv=None) -> int:
     if wanted("time_moe", only):
         run_section("time_moe", time_moe, args.quick)
     if args.sweep:
-        run_section("sweep_linear_attn", sweep_linear_attn, Ts[-1])
+        if wanted("sweep_linear_attn", only):
+            run_section("sweep_linear_attn", sweep_linear_attn, Ts[-1])
+        if wanted("sweep_hybrid", only):
+            run_section("sweep_hybrid", sweep_hybrid, Ts[-1])
     # the app sections (annotate, training) run with --app, when --only names them, or --smoke
     app = args.app or SMOKE or only is not None
     if app and wanted("time_annotate", only):
