@@ -9,6 +9,7 @@ sub-tilings of a block; benchmarks use it to sweep configs).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, replace
 
@@ -117,7 +118,12 @@ def cuda_arch(device) -> int | None:
     device = torch.device(device)
     if device.type != "cuda":
         return None
-    major, minor = torch.cuda.get_device_capability(device)
+    return _cuda_arch(torch.cuda.current_device() if device.index is None else device.index)
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_arch(index: int) -> int:  # asked at every launch: once per device is enough
+    major, minor = torch.cuda.get_device_capability(index)
     return 10 * major + minor
 
 
