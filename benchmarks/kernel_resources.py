@@ -212,11 +212,15 @@ def compile_one(fn, kind, ptrs, floats, constants, ones, cc):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--targets", default="90,100", help="compute capabilities, e.g. 90,100")
+    ap.add_argument("--head-dim", type=int, default=64, choices=(32, 48, 64, 128),
+                    help="head dim D of every kernel (64: the benchmark shape)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--check", action="store_true",
                     help="exit non-zero unless every kernel compiles to the target's own "
                          "tensor-core MMA (wgmma on sm_90, tcgen05 on sm_100) and not to a trap")
     args = ap.parse_args()
+    global D
+    D = args.head_dim
     import triton
     from _report import write_section  # noqa: PLC0415
 
@@ -231,11 +235,13 @@ def main() -> None:
                   f"tcgen05 {r['tcgen05']} mma.sync {r['mma_sync']} MUFU {r['ex2']} async "
                   f"{r['async_copies']} ({r['compile_s']:.1f} s)", flush=True)
     cmd = "python benchmarks/kernel_resources.py" + (
-        f" --targets {args.targets}" if args.targets != "90,100" else "")
+        f" --targets {args.targets}" if args.targets != "90,100" else "") + (
+        f" --head-dim {D}" if D != 64 else "")
     lines = [
-        "## kernel-resources — attention kernels compiled for sm_90 / sm_100 (no GPU)", "",
+        f"## kernel-resources{'' if D == 64 else f'-d{D}'} — attention kernels compiled for "
+        "sm_90 / sm_100 (no GPU)", "",
         f"Command: `{cmd}` · compiled here ({platform.machine()}, no GPU) with triton "
-        f"{triton.__version__} and its ptxas; read back with its cuobjdump. Shape: B1 H16 D64 "
+        f"{triton.__version__} and its ptxas; read back with its cuobjdump. Shape: B1 H16 D{D} "
         "bf16, block 512, T = 1,048,576, each kernel with its tile config "
         "(`kernels/_triton_utils.py`) and the JIT's specialisation. Not speed: registers per "
         "thread (cap 255), spill instructions (LDL/STL, static count), shared memory, "
@@ -251,7 +257,7 @@ def main() -> None:
                      f"{r['tcgen05']} | {r['mma_sync']} | {r['ex2']} | {r['async_copies']} |"
                      + (" **compiles to a trap**" if r["trap_only"] else ""))
     if not args.no_write:
-        write_section("kernel-resources", "\n".join(lines))
+        write_section("kernel-resources" + ("" if D == 64 else f"-d{D}"), "\n".join(lines))
     else:
         print("\n".join(lines))
     bad = [f"{r['kernel']} ({r['variant']}) on sm_{r['sm']}: " + (
