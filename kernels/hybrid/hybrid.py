@@ -242,15 +242,7 @@ def hybrid_fwd_kernel(Q, K, V, GATE, O, ODIFF, LSE, DEN, S_BUF, Z_BUF, EXTRA, qk
         num, den = _linear_intra_inner(num, den, phi_q_lp, kb, vb, q_pos, own_full, hi, hi,
                                        stride_t, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N,
                                        True, PREC)
-        # then the softmax over the whole causal window, as local_attn runs it
-        lo, full_end, hi = _local_window(blk, q_start, q_end, BS, T, True, BLOCK_N)
-        acc, l_i, m_i, num, den = _hybrid_fwd_inner(
-            acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, lo, full_end, hi, stride_t,
-            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, False, True, False, PREC)
-        acc, l_i, m_i, num, den = _hybrid_fwd_inner(
-            acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, full_end, hi, hi, stride_t,
-            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, True, True, False, PREC)
-    elif CAUSAL:
+    if CAUSAL and not TWO_LOOPS:
         lo, prev_full, own, own_full, hi = _causal_window(blk, q_start, q_end, BS, BLOCK_N)
         acc, l_i, m_i, num, den = _hybrid_fwd_inner(
             acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, lo, prev_full, own, stride_t,
@@ -265,13 +257,15 @@ def hybrid_fwd_kernel(Q, K, V, GATE, O, ODIFF, LSE, DEN, S_BUF, Z_BUF, EXTRA, qk
             acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, own_full, hi, hi, stride_t,
             qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, True, True, True, PREC)
     else:
-        lo, full_end, hi = _local_window(blk, q_start, q_end, BS, T, False, BLOCK_N)
+        # the softmax over the window as local_attn runs it (bidirectional: no intra-chunk
+        # terms; causal two-loop: after their own loop above)
+        lo, full_end, hi = _local_window(blk, q_start, q_end, BS, T, CAUSAL, BLOCK_N)
         acc, l_i, m_i, num, den = _hybrid_fwd_inner(
             acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, lo, full_end, hi, stride_t,
-            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, False, False, False, PREC)
+            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, False, CAUSAL, False, PREC)
         acc, l_i, m_i, num, den = _hybrid_fwd_inner(
             acc, l_i, m_i, num, den, q, phi_q_lp, kb, vb, q_pos, full_end, hi, hi, stride_t,
-            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, True, False, False, PREC)
+            qk_scale, offs_n, offs_d, HEAD_D, BLOCK_D, BLOCK_N, True, CAUSAL, False, PREC)
     if HAS_EXTRA:
         row = (bh * NB + blk) * NX
         for x in range(tl.where(q_start < q_end, NX, 0)):
