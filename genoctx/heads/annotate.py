@@ -187,7 +187,6 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     return rna_genes.drop_cds_in_rna(genes, found, lengths=lengths), found
 
 
-
 def _genes_in_background(stack: contextlib.ExitStack, records, **kwargs):
     """``call_bacterial(records, None, **kwargs)`` in a spawned process: its future, or None
     where this system cannot start one (the caller then decodes in turn). ``stack`` shuts the

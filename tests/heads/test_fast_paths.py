@@ -241,3 +241,18 @@ def test_codon_scores_are_the_codon_sums_of_the_base_scores(length):
                 for e in (f + 3 * c + cm.ORDER for c in range(n))]
         np.testing.assert_array_equal(cm.dicodon_codon_scores(pair, kidx, valid, f),
                                       np.array(loop, dtype=np.float64).reshape(n))
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 3, 59, 60, 61, 121, 122, 500, 1001])
+def test_gc_frame_position_counts_the_same_phase_window(length):
+    """Each base's count of G+C at the same phase within ±60 bp (clipped to the strand), base
+    by base, against the sliced cumulative sums (short strands: windows clipped at both ends)."""
+    from genoctx.heads.codon_model import GC_WINDOW
+
+    rng = np.random.default_rng(length)
+    x = rng.integers(0, 5, length).astype(np.uint8)
+    half = GC_WINDOW // 2 // 3
+    gc = (x == 1) | (x == 2)
+    want = [sum(gc[j] for j in range(i - 3 * half, i + 3 * half + 1, 3) if 0 <= j < length)
+            for i in range(length)]
+    np.testing.assert_array_equal(gc_frame_position(x), np.array(want, dtype=np.int64))
