@@ -28,3 +28,18 @@ def test_kernels_compile_to_native_mma_on_hopper_and_blackwell():
     rows = [line for line in run.stdout.splitlines() if line.startswith("| ")][1:]  # no header
     assert len(rows) == 2 * 18  # 18 kernel variants, two targets
     assert "FAIL" not in run.stdout
+
+
+def test_blackwell_gets_its_own_dkdv_tiles(monkeypatch):
+    """On sm_100 the hybrid dk/dv kernel takes the tiles that compile there (its Hopper 64x128
+    tiles compile to a trap); Hopper and unknown devices keep the Hopper defaults."""
+    from genoctx.kernels import _triton_utils as tu
+
+    monkeypatch.setattr(tu, "interpreting", lambda: False)
+    kw = {"block_size": 512, "head_dim": 64}
+    hopper = tu.tile_config("hybrid_bwd_dkdv", **kw, arch=90)
+    assert (hopper.block_m, hopper.block_n) == (64, 128)
+    assert tu.tile_config("hybrid_bwd_dkdv", **kw, arch=None) == hopper
+    assert tu.tile_config("hybrid_bwd_dkdv", **kw, arch=100) == tu.Tiles(64, 64, 8, 2)
+    assert tu.tile_config("local_fwd", **kw, arch=100) == tu.tile_config("local_fwd", **kw)
+    assert tu.cuda_arch("cpu") is None
