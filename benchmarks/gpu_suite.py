@@ -888,7 +888,8 @@ def annotate_genome(path: Path | None, device: str = "cuda") -> None:
               lambda: annotate_fasta(fasta, device=device, quiet=True, workers=workers,
                                      background_genes=False))
         timed("write GFF3 + BED + bedGraph (3 tracks)",
-              lambda: write_annotation(Path(tmp) / "out", result, ("gff3", "bed", "bedgraph")))
+              lambda: write_annotation(Path(tmp) / "out", result, ("gff3", "bed", "bedgraph"),
+                                       workers=workers))
         backbone, head = load_annotation_model("embedded", device=device)
         timed("model probabilities only (annotate's batch)", lambda: [
             predict_probs(backbone, head, nt.encode(s)) for _, s in records])

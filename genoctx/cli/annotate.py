@@ -158,7 +158,7 @@ def annotate(
                                 need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)),
                                 note=None if quiet else (lambda line: typer.echo(line, err=True)))
         written = write_annotation(prefix, result, chosen, gff3_fasta=gff3_fasta,
-                                   locus_tag=locus_tag)
+                                   locus_tag=locus_tag, workers=workers)
     if not quiet:
         typer.echo(f"{len(result.genes)} genes, {len(result.rnas)} RNAs; wrote "
                    + ", ".join(str(p) for p in written), err=True)

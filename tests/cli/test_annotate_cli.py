@@ -772,6 +772,12 @@ def test_model_runs_only_when_its_output_is_used(example_fasta, tmp_path, monkey
             annotate_fasta(example_fasta, model=ckpt, quiet=True, **kwargs)
 
 
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 @pytest.mark.parametrize("circular", [False, True])
 def test_genes_decoded_beside_the_model_are_the_same(example_fasta, tmp_path, monkeypatch,
                                                      circular):
@@ -804,6 +810,34 @@ def test_genes_decoded_beside_the_model_are_the_same(example_fasta, tmp_path, mo
     assert inline.genes and beside.genes == inline.genes and beside.rnas == inline.rnas
     # on the CPU the default decodes in turn (the model's threads hold the cores)
     ann.annotate_fasta(example_fasta, **kw)
+    assert len(started) == 1
+
+
+def test_track_files_written_by_worker_processes_are_the_same(example_fasta, tmp_path,
+                                                              monkeypatch):
+    """write_annotation(workers=2) hands the track files (bedGraph, bigWig) to spawned
+    processes while it writes the rest: the same files, byte for byte, in the same order."""
+    from genoctx.heads import annotate as ann
+
+    result = ann.annotate_fasta(example_fasta, quiet=True)
+    formats = ("gff3", "bed", "bedgraph") + (("bigwig",) if _has("pyBigWig") else ())
+    one = ann.write_annotation(tmp_path / "one", result, formats)
+    started = []
+    real = ann._track_jobs_in_background
+
+    def spy(stack, jobs, workers):
+        started.append((len(jobs), workers))
+        return real(stack, jobs, workers)
+
+    monkeypatch.setattr(ann, "_track_jobs_in_background", spy)
+    monkeypatch.setattr(ann, "TRACK_POOL_MIN_BASES", 0)  # pPCP1 is under the threshold
+    two = ann.write_annotation(tmp_path / "two", result, formats, workers=2)
+    assert started == [(len(ann.TRACKS) * (len(formats) - 2), 2)]
+    assert [p.name.replace("two", "one") for p in two] == [p.name for p in one]
+    for a, b in zip(one, two):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    monkeypatch.setattr(ann, "TRACK_POOL_MIN_BASES", 10**9)  # big inputs only
+    ann.write_annotation(tmp_path / "three", result, formats, workers=2)
     assert len(started) == 1
 
 def test_annotate_without_the_model_does_not_load_torch(example_fasta, tmp_path):
