@@ -18,9 +18,9 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "kernel_resources.
 
 def test_kernels_compile_to_native_mma_on_hopper_and_blackwell():
     triton = pytest.importorskip("triton")
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-    if not ptxas.exists():
-        pytest.skip("this triton wheel ships no ptxas")
+    bin_dir = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    if not all((bin_dir / tool).exists() for tool in ("ptxas", "cuobjdump")):
+        pytest.skip("this triton wheel ships no ptxas / cuobjdump")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     run = subprocess.run([sys.executable, str(SCRIPT), "--targets", "90,100", "--no-write",
                           "--check"], capture_output=True, text=True, env=env, timeout=600)
