@@ -158,21 +158,15 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     finders = _finders_run(rna)
     nonempty = [(c, s) for c, s in records if len(s)]
     ring = circular_names([c for c, _ in nonempty], circular)
-    pool = future = None
+    future = None
     # the rRNA searches take every worker: the decoder holds one only while it runs (or, under
     # meta, its pool's); the finders go on alone after it
     rna_threads = workers
-    if finders and workers > 1 and nonempty:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        try:
-            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    with contextlib.ExitStack() as stack:
+        pool = _spawn_pool(stack, 1) if finders and workers > 1 and nonempty else None
+        if pool is not None:  # else (no process semaphores here) they run in turn
             future = pool.submit(rna_genes.find_rna_genes, nonempty, ring, rna_threads)
             workers -= 1
-        except (OSError, NotImplementedError):  # no process semaphores here: run them in turn
-            pool = future = None
-    try:
         genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
                                  progress=progress, workers=workers, closed=closed,
                                  circular=circular)
@@ -180,26 +174,25 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
             return genes, None
         found = (future.result() if future is not None
                  else rna_genes.find_rna_genes(nonempty, ring, rna_threads))
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
     lengths = {c: len(s) for c, s in nonempty}
     return rna_genes.drop_cds_in_rna(genes, found, lengths=lengths), found
 
 
+def _spawn_pool(stack: contextlib.ExitStack, processes: int):
+    """:func:`genoctx.pools.spawn_pool`, shut down by ``stack`` (pending work cancelled)."""
+    from genoctx.pools import spawn_pool
+
+    pool = spawn_pool(processes)
+    if pool is not None:
+        stack.callback(pool.shutdown, cancel_futures=True)
+    return pool
+
+
 def _genes_in_background(stack: contextlib.ExitStack, records, **kwargs):
     """``call_bacterial(records, None, **kwargs)`` in a spawned process: its future, or None
-    where this system cannot start one (the caller then decodes in turn). ``stack`` shuts the
-    process down."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    try:
-        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-    except (OSError, NotImplementedError):  # no process semaphores here
-        return None
-    stack.callback(pool.shutdown, cancel_futures=True)
-    return pool.submit(call_bacterial, records, None, **kwargs)
+    where none can start (the caller then decodes in turn)."""
+    pool = _spawn_pool(stack, 1)
+    return None if pool is None else pool.submit(call_bacterial, records, None, **kwargs)
 
 
 def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
@@ -459,16 +452,8 @@ def _write_track(fmt: str, path: Path, per_target: list, name: str, lengths: dic
 
 def _track_jobs_in_background(stack: contextlib.ExitStack, jobs: list[tuple], workers: int):
     """The futures of ``jobs`` in a spawned process pool, or None where none can start."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    try:
-        pool = ProcessPoolExecutor(min(workers, len(jobs)),
-                                   mp_context=multiprocessing.get_context("spawn"))
-    except (OSError, NotImplementedError):  # no process semaphores here
-        return None
-    stack.callback(pool.shutdown, cancel_futures=True)
-    return [pool.submit(_write_track, *job) for job in jobs]
+    pool = _spawn_pool(stack, min(workers, len(jobs)))
+    return None if pool is None else [pool.submit(_write_track, *job) for job in jobs]
 
 
 def _write_sequence_files(prefix: Path, result: Annotation, formats, gff3_fasta: bool,

@@ -1021,16 +1021,10 @@ def _decode_records(groups, probs, params, closed, procedure, bank, progress,
              {c: closed_ends(closed, c) for c, _ in g}, g[0][0] in circular) for g in groups)
     workers = min(workers, len(groups))
     if workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from genoctx.pools import spawn_pool
 
-        # spawn: the workers import numpy and the decoder only, whatever threads this process
-        # (torch's, for one) has started; map keeps the records' order
-        try:
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_set_worker_bank, initargs=(bank,))
-        except (OSError, NotImplementedError):  # no process semaphores here: decode in turn
-            pool = None
+        # map keeps the records' order; without a pool (None) they are decoded in turn
+        pool = spawn_pool(workers, initializer=_set_worker_bank, initargs=(bank,))
         if pool is not None:
             with pool:
                 return _collect(groups, pool.map(_decode_meta_job, jobs), progress)

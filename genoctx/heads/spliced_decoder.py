@@ -873,15 +873,9 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
 def _pool(workers: int):
     """A process pool of ``workers`` (spawned: the workers import numpy and the decoder only,
     whatever threads this process, torch's for one, has started), or None for one."""
-    pool = None
-    if workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    from genoctx.pools import spawn_pool
 
-        try:
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-        except (OSError, NotImplementedError):  # no process semaphores here: decode in turn
-            pool = None
+    pool = spawn_pool(workers) if workers > 1 else None  # None: decode in turn
     if pool is None:
         yield None
         return
