@@ -26,6 +26,15 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """``$name`` when set (one of ``choices``, else a ValueError that lists them), else
+    ``default``: the kernels' implementation switches, read at each launch."""
+    value = os.environ.get(name, default)
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 def debug_outputs() -> bool:
     """Fill fresh kernel outputs with NaN so that an element a kernel never writes shows up.
 

@@ -33,7 +33,6 @@ fused kernel).
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -328,10 +327,9 @@ def hybrid_impl() -> str:
     """How the ``triton`` ops compute the hybrid layer: ``fused`` (one kernel,
     ``genoctx.kernels.hybrid``) or ``split`` (the local and linear kernels and a lerp,
     :func:`hybrid_from_branches`); ``$GENOCTX_HYBRID`` overrides :data:`HYBRID_DEFAULT`."""
-    impl = os.environ.get("GENOCTX_HYBRID", HYBRID_DEFAULT)
-    if impl not in HYBRID_IMPLS:
-        raise ValueError(f"GENOCTX_HYBRID must be one of {', '.join(HYBRID_IMPLS)}, got {impl!r}")
-    return impl
+    from genoctx.kernels._triton_utils import env_choice  # torch only: no triton needed
+
+    return env_choice("GENOCTX_HYBRID", HYBRID_IMPLS, HYBRID_DEFAULT)
 
 
 # ---------------------------------------------------------------------------------------------
