@@ -27,7 +27,6 @@ without dividing by ``gate`` or ``1 - gate``.
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import triton
@@ -36,6 +35,7 @@ from genoctx.kernels._triton_utils import (
     check_qkv,
     cuda_arch,
     dot_precision,
+    env_choice,
     new_output,
     next_pow2,
     reverse_block_index,
@@ -70,11 +70,7 @@ LOOPS_DEFAULT = "one"
 def loops() -> str:
     """The causal kernels' tile walk (:data:`LOOPS`): ``$GENOCTX_HYBRID_LOOPS``, else
     :data:`LOOPS_DEFAULT`."""
-    walk = os.environ.get("GENOCTX_HYBRID_LOOPS", LOOPS_DEFAULT)
-    if walk not in LOOPS:
-        raise ValueError(f"GENOCTX_HYBRID_LOOPS must be one of {', '.join(LOOPS)}, "
-                         f"got {walk!r}")
-    return walk
+    return env_choice("GENOCTX_HYBRID_LOOPS", LOOPS, LOOPS_DEFAULT)
 
 
 @triton.jit
@@ -140,6 +136,20 @@ def hybrid_chunk_state_kernel(K, V, S_BUF, Z_BUF, T, H, NB, BS, SLOT0, SLOT_STEP
 
 
 @triton.jit
+def _linear_intra_tile(num, den, phi_q, k, v, q_pos, k_pos, hi, offs_d, HEAD_D: tl.constexpr,
+                       BLOCK_D: tl.constexpr, MASK: tl.constexpr, PREC: tl.constexpr):
+    """One key tile's linear intra-chunk terms (own block, causal: keys >= hi or after the row
+    masked when MASK): ``den += rowsum(A)``, ``num += A v`` with ``A = phi(q) phi(k)^T``."""
+    phi_k = _phi(k, offs_d, HEAD_D, BLOCK_D).to(k.dtype)
+    a = tl.dot(phi_q, tl.trans(phi_k), input_precision=PREC)
+    if MASK:
+        a = tl.where((k_pos[None, :] < hi) & (k_pos[None, :] <= q_pos[:, None]), a, 0.0)
+    den += tl.sum(a, 1)
+    num = tl.dot(a.to(v.dtype), v, num, input_precision=PREC)
+    return num, den
+
+
+@triton.jit
 def _hybrid_fwd_inner(acc, l_i, m_i, num, den, q, phi_q, k_base, v_base, q_pos, start, end, hi,
                       stride_t, qk_scale, offs_n, offs_d, HEAD_D: tl.constexpr,
                       BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
@@ -162,13 +172,9 @@ def _hybrid_fwd_inner(acc, l_i, m_i, num, den, q, phi_q, k_base, v_base, q_pos, 
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PREC)
         m_i = m_new
-        if LINEAR:
-            phi_k = _phi(k, offs_d, HEAD_D, BLOCK_D).to(k.dtype)
-            a = tl.dot(phi_q, tl.trans(phi_k), input_precision=PREC)
-            if MASK:
-                a = tl.where(ok, a, 0.0)
-            den += tl.sum(a, 1)
-            num = tl.dot(a.to(v.dtype), v, num, input_precision=PREC)
+        if LINEAR:  # (always causal: the own block of a causal query tile)
+            num, den = _linear_intra_tile(num, den, phi_q, k, v, q_pos, n + offs_n, hi, offs_d,
+                                          HEAD_D, BLOCK_D, MASK, PREC)
     return acc, l_i, m_i, num, den
 
 
@@ -182,13 +188,8 @@ def _linear_intra_inner(num, den, phi_q, k_base, v_base, q_pos, start, end, hi, 
     for n in range(start, end, BLOCK_N):
         k = _load_tile(k_base, n, offs_n, offs_d, stride_t, hi, HEAD_D, BLOCK_D, MASK)
         v = _load_tile(v_base, n, offs_n, offs_d, stride_t, hi, HEAD_D, BLOCK_D, MASK)
-        phi_k = _phi(k, offs_d, HEAD_D, BLOCK_D).to(k.dtype)
-        a = tl.dot(phi_q, tl.trans(phi_k), input_precision=PREC)
-        if MASK:
-            k_pos = n + offs_n
-            a = tl.where((k_pos[None, :] < hi) & (k_pos[None, :] <= q_pos[:, None]), a, 0.0)
-        den += tl.sum(a, 1)
-        num = tl.dot(a.to(v.dtype), v, num, input_precision=PREC)
+        num, den = _linear_intra_tile(num, den, phi_q, k, v, q_pos, n + offs_n, hi, offs_d,
+                                      HEAD_D, BLOCK_D, MASK, PREC)
     return num, den
 
 
@@ -444,6 +445,23 @@ def hybrid_bwd_kernel_dq(Q, K, V, DO, DQ, LSE, DELTA, DDEN, CN, GT, S_BUF, Z_BUF
 
 
 @triton.jit
+def _linear_dkdv_weights(dov_t, phi_k, q, c, dden, rows, q_pos, k_pos, offs_d,
+                         HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, MASK: tl.constexpr,
+                         PREC: tl.constexpr):
+    """One query tile's linear intra-chunk weights for a key tile (own block, causal):
+    ``(c A^T, w_k, phi(q))`` with ``A^T = phi(k) phi(q)^T``: ``dv += (c A^T) do`` and
+    ``d phi(k) += w_k phi(q)``; rows past hi or before the key masked when MASK."""
+    phi_q = _phi(q, offs_d, HEAD_D, BLOCK_D).to(q.dtype)
+    a_t = tl.dot(phi_k, tl.trans(phi_q), input_precision=PREC)
+    w_k = dov_t * c[None, :] + dden[None, :]
+    if MASK:
+        ok = rows[None, :] & (q_pos[None, :] >= k_pos[:, None])
+        a_t = tl.where(ok, a_t, 0.0)
+        w_k = tl.where(ok, w_k, 0.0)
+    return a_t * c[None, :], w_k, phi_q
+
+
+@triton.jit
 def _hybrid_dkdv_inner(dk, dv, dphi, k, v, phi_k, k_pos, q_base, do_base, row_base, LSE, DELTA,
                        DDEN, CN, GT, start, end, hi, stride_t, qk_scale, offs_m, offs_d,
                        HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -470,16 +488,12 @@ def _hybrid_dkdv_inner(dk, dv, dphi, k, v, phi_k, k_pos, q_base, do_base, row_ba
         dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision=PREC)
         # dv = (g P + c A)^T do: both branches' value gradients in one dot.
         w_v = p_t * g[None, :]
-        if LINEAR:
+        if LINEAR:  # (always causal: the own block of a causal key tile)
             c = tl.load(CN + row_base + q_pos, mask=rows, other=0.0)
             dden = tl.load(DDEN + row_base + q_pos, mask=rows, other=0.0)
-            phi_q = _phi(q, offs_d, HEAD_D, BLOCK_D).to(q.dtype)
-            a_t = tl.dot(phi_k, tl.trans(phi_q), input_precision=PREC)
-            w_k = dov_t * c[None, :] + dden[None, :]
-            if MASK:
-                a_t = tl.where(ok, a_t, 0.0)
-                w_k = tl.where(ok, w_k, 0.0)
-            w_v += a_t * c[None, :]
+            w_lin, w_k, phi_q = _linear_dkdv_weights(dov_t, phi_k, q, c, dden, rows, q_pos,
+                                                     k_pos, offs_d, HEAD_D, BLOCK_D, MASK, PREC)
+            w_v += w_lin
             dphi = tl.dot(w_k.to(q.dtype), phi_q, dphi, input_precision=PREC)
         dv = tl.dot(w_v.to(do.dtype), do, dv, input_precision=PREC)
     return dk, dv, dphi
@@ -499,15 +513,10 @@ def _linear_dkdv_inner(dv, dphi, v, phi_k, k_pos, q_base, do_base, row_base, DDE
         rows = q_pos < hi
         c = tl.load(CN + row_base + q_pos, mask=rows, other=0.0)
         dden = tl.load(DDEN + row_base + q_pos, mask=rows, other=0.0)
-        phi_q = _phi(q, offs_d, HEAD_D, BLOCK_D).to(q.dtype)
         dov_t = tl.dot(v, tl.trans(do), input_precision=PREC)
-        a_t = tl.dot(phi_k, tl.trans(phi_q), input_precision=PREC)
-        w_k = dov_t * c[None, :] + dden[None, :]
-        if MASK:
-            ok = rows[None, :] & (q_pos[None, :] >= k_pos[:, None])
-            a_t = tl.where(ok, a_t, 0.0)
-            w_k = tl.where(ok, w_k, 0.0)
-        dv = tl.dot((a_t * c[None, :]).to(do.dtype), do, dv, input_precision=PREC)
+        w_lin, w_k, phi_q = _linear_dkdv_weights(dov_t, phi_k, q, c, dden, rows, q_pos, k_pos,
+                                                 offs_d, HEAD_D, BLOCK_D, MASK, PREC)
+        dv = tl.dot(w_lin.to(do.dtype), do, dv, input_precision=PREC)
         dphi = tl.dot(w_k.to(q.dtype), phi_q, dphi, input_precision=PREC)
     return dv, dphi
 
