@@ -386,9 +386,9 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
     to a temporary name and renamed when complete. With ``locus_tag`` every gene and RNA gene
     is named ``LOCUS_TAG_00001``, ... in every file (:func:`genoctx.io.writers.assign_locus_tags`)
     instead of ``contig_N``. With ``workers`` > 1 and tracks of at least
-    :data:`TRACK_POOL_MIN_BASES` bases, the track files (one per track and format, each a
-    Python-formatting job of about 0.6 s per Mb for bedGraph) are written by up to ``workers``
-    processes while this one writes the rest; the bytes are the same.
+    :data:`TRACK_POOL_MIN_BASES` bases, the track files (one per track and format, each about
+    0.2 s per Mb for bedGraph, 0.35 s for bigWig) are written by up to ``workers`` processes
+    while this one writes the rest; the bytes are the same.
     """
     if locus_tag is not None:
         from genoctx.io.writers import assign_locus_tags
@@ -420,7 +420,8 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
 
 
 # the track files of write_annotation go to worker processes from this many bases per track on
-TRACK_POOL_MIN_BASES = 1_000_000
+# (`python benchmarks/writers.py --genome-bases N`: on 2 cores the break-even is about 2 Mb)
+TRACK_POOL_MIN_BASES = 2_000_000
 
 
 def _track_jobs(prefix: Path, result: Annotation, formats) -> list[tuple]:

@@ -565,8 +565,10 @@ def _runs(values: np.ndarray, digits: int) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def _fmt_value(v: float, digits: int) -> str:
-    s = f"{v:.{digits}f}".rstrip("0").rstrip(".")
-    return "0" if s in ("", "-0") else s
+    s = f"{v:.{digits}f}"
+    if "." in s:  # trailing zeros of the fraction only: 10 stays 10 at digits=0
+        s = s.rstrip("0").rstrip(".")
+    return "0" if s == "-0" else s
 
 
 def _check_track(track) -> np.ndarray:
@@ -576,19 +578,79 @@ def _check_track(track) -> np.ndarray:
     return track
 
 
+def _value_codes(r: np.ndarray, digits: int) -> tuple[list[str], np.ndarray]:
+    """Text of each distinct rounded value and each value's index into it.
+
+    Rounded values are integers over ``10**digits`` (``np.round`` computes them so), so when
+    they span a modest range the distinct ones are found by a bitmap instead of a sort."""
+    scale = 10.0 ** digits
+    with np.errstate(invalid="ignore", over="ignore"):
+        codes = np.rint(r * scale)
+        exact = (len(r) > 0 and bool(np.isfinite(codes).all()) and np.abs(codes).max() < 2 ** 40
+                 and bool((codes / scale == r).all()))
+    if exact:
+        lo = codes.min()
+        span = int(codes.max() - lo) + 1
+        if span <= 4 * len(r) + (1 << 16):
+            at = (codes - lo).astype(np.int64)
+            present = np.zeros(span, bool)
+            present[at] = True
+            index = np.cumsum(present) - 1
+            uniq = (np.flatnonzero(present) + lo) / scale
+            return [_fmt_value(x, digits) for x in uniq.tolist()], index[at]
+    uniq, inv = np.unique(r, return_inverse=True)
+    return [_fmt_value(x, digits) for x in uniq.tolist()], inv
+
+
+def _put_number(m: np.ndarray, x: np.ndarray) -> None:
+    """Right-aligned decimal digits of ``x`` (integers >= 0) into the byte columns of ``m``,
+    leading zeros left as NUL (compacted away afterwards)."""
+    x = x.astype(np.uint64)
+    w = m.shape[1]
+    m[:, w - 1] = x % 10 + 48
+    for k in range(w - 2, -1, -1):
+        x //= 10
+        m[:, k] = np.where(x > 0, x % 10 + 48, 0)
+
+
+_BEDGRAPH_CHUNK = 1 << 18
+
+
 def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> str:
-    """bedGraph lines of one contig's track. Values are formatted once per distinct rounded
-    value (a probability track has at most 10**digits + 1), so a megabase takes well under a
-    second even when every base is its own run."""
-    if any(c in contig for c in "\t\n "):
+    """bedGraph lines of one contig's track.
+
+    Lines are laid out as rows of a byte matrix, numbers written digit by digit with numpy,
+    and the NUL padding squeezed out: about three times faster than formatting each line in
+    Python, which matters for per-base tracks of megabases (every base is its own run when a
+    probability changes at each). Values are formatted once per distinct rounded value."""
+    if any(c in contig for c in "\t\n \0"):
         raise InputError(f"contig name {contig!r} contains whitespace; bedGraph cannot hold it")
     s, e, v = _runs(track, digits)
     if not len(s):
         return ""
-    uniq, inv = np.unique(v, return_inverse=True)
-    text = [_fmt_value(x, digits) for x in uniq.tolist()]
-    return "".join([f"{contig}\t{a}\t{b}\t{text[i]}\n" for a, b, i in
-                    zip((s + start).tolist(), (e + start).tolist(), inv.tolist())])
+    text, inv = _value_codes(v, digits)
+    if start < 0:
+        raise InputError(f"bedGraph start must be >= 0, got {start}")
+    raw = [t.encode() + b"\n" for t in text]
+    wv = max(map(len, raw))
+    table = np.zeros((len(raw), wv), np.uint8)
+    for i, b in enumerate(raw):
+        table[i, :len(b)] = np.frombuffer(b, np.uint8)
+    head = np.frombuffer(contig.encode() + b"\t", np.uint8)
+    h, w = len(head), len(str(int(e[-1]) + start))
+    a0, b0, v0 = h, h + w + 1, h + 2 * w + 2
+    buf = np.empty((min(_BEDGRAPH_CHUNK, len(s)), v0 + wv), np.uint8)
+    buf[:, :h] = head
+    buf[:, a0 + w] = buf[:, b0 + w] = 9
+    out = []
+    for lo in range(0, len(s), _BEDGRAPH_CHUNK):
+        hi = min(lo + _BEDGRAPH_CHUNK, len(s))
+        m = buf[:hi - lo]
+        _put_number(m[:, a0:a0 + w], s[lo:hi] + start)
+        _put_number(m[:, b0:b0 + w], e[lo:hi] + start)
+        m[:, v0:] = table[inv[lo:hi]]
+        out.append(m[m != 0].tobytes())
+    return b"".join(out).decode()
 
 
 def write_bedgraph(path: str | Path, track: np.ndarray, contig: str, *, start: int = 0,
@@ -625,6 +687,43 @@ def write_bedgraph_many(path: str | Path, tracks: list[tuple[str, int, np.ndarra
             fh.write(_bedgraph_body(track, contig, start, digits))
 
 
+_FIXED_STEP_MIN = 64  # bases of short runs worth a per-base block
+_LONG_RUN = 16  # a run this long is cheaper as one interval
+
+
+def _bigwig_entries(bw, contig: str, start: int, s: np.ndarray, e: np.ndarray,
+                    v: np.ndarray) -> None:
+    """Add one track's runs ``[s, e) = v`` to an open bigWig, in order. Stretches of short
+    runs (a noisy probability track, where most bases are runs of their own) go in as per-base
+    fixed-step blocks, about three times faster to write and half the size; long runs and short
+    stretches as bedGraph-like intervals. Both read back as the same per-base values."""
+    if not len(s):
+        return
+    long = (e - s) >= _LONG_RUN
+    # groups: consecutive runs that touch and are all long or all short
+    cut = np.flatnonzero((s[1:] != e[:-1]) | (long[1:] != long[:-1])) + 1
+    bounds = np.r_[0, cut, len(s)]
+    pending = []
+
+    def flush():
+        if pending:
+            idx = np.concatenate(pending)
+            bw.addEntries(np.array([contig] * len(idx)), (s[idx] + start).astype(np.int64),
+                          ends=(e[idx] + start).astype(np.int64),
+                          values=v[idx].astype(np.float64))
+            pending.clear()
+
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        lo, hi = int(s[a]), int(e[b - 1])
+        if not long[a] and hi - lo >= _FIXED_STEP_MIN:
+            flush()
+            bw.addEntries(contig, lo + start, values=np.repeat(v[a:b], e[a:b] - s[a:b])
+                          .astype(np.float64), span=1, step=1)
+        else:
+            pending.append(np.arange(a, b))
+    flush()
+
+
 def write_bigwig(path: str | Path, tracks: list[tuple[str, int, np.ndarray]],
                  lengths: dict[str, int], *, digits: int = 3) -> None:
     """Per-base tracks ``[(contig, start, values [L]), ...]`` as one bigWig (pyBigWig), runs of
@@ -653,9 +752,7 @@ def write_bigwig(path: str | Path, tracks: list[tuple[str, int, np.ndarray]],
                 raise InputError(f"tracks overlap on {contig} near {start}: a bigWig holds one "
                                  "value per base (annotate non-overlapping regions)")
             last = (contig, start + len(track))
-            if len(s):
-                bw.addEntries([contig] * len(s), (s + start).tolist(), ends=(e + start).tolist(),
-                              values=v.tolist())
+            _bigwig_entries(bw, contig, start, s, e, v)
         bw.close()
         bw = None
         os.replace(tmp, path)

@@ -204,6 +204,37 @@ def test_bedgraph_of_a_noisy_megabase_track_matches_naive_formatting(tmp_path):
     assert [(int(s), int(e), float(v)) for _, s, e, v in got] == [(a, b, float(v)) for a, b, v in want]
 
 
+def _bedgraph_lines_one_by_one(track, contig, start, digits):
+    """The plain form: walk the bases, merge equal rounded values, format each line."""
+    lines, run = [], None
+    for i, x in enumerate(np.round(np.asarray(track, np.float64), digits).tolist()):
+        if run is not None and (x != x or x != run[2]):
+            lines.append(run)
+            run = None
+        if x == x:
+            run = [start + i, start + i + 1, x] if run is None else [run[0], start + i + 1, x]
+    lines += [run] if run is not None else []
+    text = []
+    for a, b, x in lines:
+        v = f"{x:.{digits}f}"
+        v = v.rstrip("0").rstrip(".") if "." in v else v
+        text.append(f"{contig}\t{a}\t{b}\t{'0' if v == '-0' else v}\n")
+    return "".join(text)
+
+
+@pytest.mark.parametrize("digits", [0, 1, 3, 5])
+def test_bedgraph_lines_match_the_one_by_one_form(tmp_path, digits):
+    rng = np.random.default_rng(digits)
+    track = np.concatenate([rng.random(3000), rng.normal(0, 40, 2000), np.full(50, 0.25),
+                            [1e12, -1e12, np.inf, -np.inf, -0.0, 0.0, -0.0004, 9.9996]])
+    track[rng.random(len(track)) < 0.05] = np.nan
+    for start, contig in ((0, "c"), (99_999_990, "NC_000913.3")):
+        path = tmp_path / f"{digits}.bedgraph"
+        write_bedgraph(path, track, contig, start=start, name="t", digits=digits)
+        body = path.read_text().split("\n", 1)[1]
+        assert body == _bedgraph_lines_one_by_one(track, contig, start, digits)
+
+
 def test_bigwig_round_trip(tmp_path):
     pyBigWig = pytest.importorskip("pyBigWig")
     track = np.array([0.1, 0.1004, 0.2, 0.2, np.nan, 0.2, 1.0, 1.0], dtype=np.float32)
@@ -223,6 +254,31 @@ def test_bigwig_round_trip(tmp_path):
         with pytest.raises(InputError, match=message):
             write_bigwig(tmp_path / "bad.bw", tracks, lengths)
         assert not list(tmp_path.glob("*bad.bw*"))
+
+
+def test_bigwig_of_noisy_and_flat_stretches_reads_back_every_base(tmp_path):
+    """Noisy stretches go in as per-base entries, flat ones as intervals; both read back as
+    the rounded values, with NaN bases left empty."""
+    pyBigWig = pytest.importorskip("pyBigWig")
+    rng = np.random.default_rng(3)
+    track = rng.random(5000).astype(np.float32)
+    track[1000:1800] = 0.25  # flat
+    track[2000:2010] = np.nan
+    track[3000:3100] = np.nan
+    track[3100:3130] = 0.5  # short, between gaps
+    track[4990:] = np.nan
+    path = tmp_path / "noisy.bw"
+    write_bigwig(path, [("c", 7, track)], {"c": 6000})
+    bw = pyBigWig.open(str(path))
+    got = np.array(bw.values("c", 0, 6000), dtype=np.float64)
+    kinds = {len(bw.intervals("c", 1007, 1807)), len(bw.intervals("c", 7, 107))}
+    bw.close()
+    want = np.full(6000, np.nan)
+    want[7:5007] = np.round(track.astype(np.float64), 3)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert np.allclose(got[ok], want[ok], rtol=0, atol=1e-7)
+    assert kinds == {1, 100}  # the flat stretch is one interval, the noisy one per base
 
 
 def test_gff3_loads_in_gffutils_with_the_right_hierarchy(tmp_path):
