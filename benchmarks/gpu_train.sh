@@ -10,8 +10,10 @@
 # `python -m genoctx.train.ship` reads) and $OUT/train.log. Steps and sizes come from the
 # environment: LM_STEPS (1500), ANN_STEPS (2000), SEQ_LEN (8192), BATCH (8), DEVICE (cuda).
 # At 0.084 s per lm step of 8 x 8,192 on an H200 (docs/benchmarks.md, gpu_suite) the defaults
-# should take about 2 + 4 minutes; each recipe stops itself after LM_TIMEOUT / ANN_TIMEOUT
-# seconds (200 / 300) so that the files come back within the call.
+# should take about 2 + 4 minutes. Each recipe stops itself, saved and exported, after
+# LM_LIMIT / ANN_LIMIT seconds of training (`genoctx train --time-limit`; 170 / 270), so that a
+# slower GPU still hands the annotation recipe a backbone and the files come back within the
+# call; `timeout` (LM_LIMIT / ANN_LIMIT + 60 s) is only the backstop for a hung process.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder whose files come back}"
@@ -28,12 +30,13 @@ common=(--data-root .gpu_train/data --device "${DEVICE:-cuda}" --seq-len "${SEQ_
 {
     command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total --format=csv
     date -u +"start %FT%TZ"
-    timeout "${LM_TIMEOUT:-200}" python3 -m genoctx train --recipe lm --out "$runs/lm" \
-        --steps "${LM_STEPS:-1500}" "${common[@]}"
+    lm_limit="${LM_LIMIT:-170}" ann_limit="${ANN_LIMIT:-270}"
+    timeout "$((lm_limit + 60))" python3 -m genoctx train --recipe lm --out "$runs/lm" \
+        --steps "${LM_STEPS:-1500}" --time-limit "$lm_limit" "${common[@]}"
     echo "lm rc=$?"; date -u +"lm done %FT%TZ"
-    timeout "${ANN_TIMEOUT:-300}" python3 -m genoctx train --recipe annotation \
+    timeout "$((ann_limit + 60))" python3 -m genoctx train --recipe annotation \
         --init "$runs/lm/export" --out "$runs/annotation" --steps "${ANN_STEPS:-2000}" \
-        "${common[@]}"
+        --time-limit "$ann_limit" "${common[@]}"
     echo "annotation rc=$?"; date -u +"annotation done %FT%TZ"
 } 2>&1 | tee "$log"
 # what ship() reads: the annotation export and both runs' records, losses and plots (the lm

@@ -24,6 +24,9 @@ def train(
     stop_after: int | None = typer.Option(None, "--stop-after", help="Stop (and export) after "
                                           "this many steps of the --steps schedule; rerunning "
                                           "with a larger value resumes."),
+    time_limit: float | None = typer.Option(None, "--time-limit", help="Stop (and export) once "
+                                            "this many seconds of training have passed, as a "
+                                            "job's wall-clock limit asks; rerunning resumes."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available), cpu or "
                                "cuda; under torchrun, cuda is each process's own GPU."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -50,7 +53,8 @@ def train(
     from genoctx.train.distributed import from_env, shutdown
 
     r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
-                           seed=seed, threads=threads, stop_after=stop_after)
+                           seed=seed, threads=threads, stop_after=stop_after,
+                           time_limit=time_limit)
     device = resolve_device(device)
     try:
         if r.name == "lm":

@@ -43,11 +43,14 @@ class LoopConfig:
     seed: int = 0
     threads: int | None = None
     stop_after: int | None = None  # end early (time budget) on the schedule of `steps`
+    # end early once this process has trained this many seconds (a job's wall-clock limit):
+    # the step under way finishes, the state is saved and the recipe exports it
+    time_limit: float | None = None
 
 
 @dataclass
 class TrainResult:
-    steps: int
+    steps: int  # steps done, resumed ones included (less than the schedule's when stopped early)
     final_loss: float
     wall_s: float
     history: list[dict] = field(default_factory=list)
@@ -175,6 +178,9 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
     t0, last, history = time.time() - before, float("nan"), []
     model.train()
     end = cfg.steps if cfg.stop_after is None else min(cfg.steps, cfg.stop_after)
+    if cfg.time_limit is not None and not cfg.time_limit > 0:
+        raise ValueError(f"time_limit must be a positive number of seconds, got {cfg.time_limit}")
+    began, done = time.monotonic(), start
     with progress_bar(title, total=end, quiet=quiet or not dp.main) as bar:
         bar.advance(start)
         for step in range(start, end):
@@ -190,23 +196,32 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
             last = float(out["loss"].detach())
             if not math.isfinite(last):
                 raise FloatingPointError(f"loss became {last} at step {step}; lower --lr")
-            if dp.main and ((step + 1) % cfg.log_every == 0 or step + 1 == end):
+            done = step + 1
+            # every process stops at the same step: any one past the limit stops them all
+            out_of_time = False
+            if cfg.time_limit is not None:
+                late = float(time.monotonic() - began >= cfg.time_limit)
+                out_of_time = bool(dp.mean({"t": torch.tensor(late, device=dp.device)})["t"] > 0)
+            last_step = done == end or out_of_time
+            if dp.main and (done % cfg.log_every == 0 or last_step):
                 row = {"step": step + 1, "lr": f"{lr_at(step, cfg):.3e}",
                        "elapsed_s": f"{time.time() - t0:.1f}",
                        **{k: f"{float(v.detach()):.5f}" for k, v in out.items()}}
                 _append_csv(csv_path, row)
                 history.append(row)
-            if dp.main and ((step + 1) % cfg.ckpt_every == 0 or step + 1 == end):
+            if dp.main and (done % cfg.ckpt_every == 0 or last_step):
                 _save_state(state_dir, model, opt, step + 1,
                             {"sampler": sampler.state(), "torch_rng": torch.get_rng_state().tolist()})
             bar.advance(1)
+            if out_of_time:
+                break
     if dp.main and csv_path.exists():
         plot_losses(csv_path, run_dir / "loss.png", title)
     if start >= end and history == [] and csv_path.exists():  # resumed at the end: report it
         with open(csv_path) as fh:
             rows = list(csv.DictReader(fh))
         last = float(rows[-1]["loss"]) if rows else last
-    return TrainResult(end, last, time.time() - t0, history)
+    return TrainResult(done, last, time.time() - t0, history)
 
 
 def _append_csv(path: Path, row: dict) -> None:

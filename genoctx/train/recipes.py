@@ -134,7 +134,8 @@ def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
     if dp.main:
         model.eval().save_pretrained(export)
         _write_run_record(run_dir, recipe, corpus,
-                          {"final_loss": res.final_loss, "wall_s": res.wall_s}, dp)
+                          {"final_loss": res.final_loss, "wall_s": res.wall_s,
+                           "steps_done": res.steps}, dp)
         shutil.copy(run_dir / "run.json", export / "TRAINING.json")
     dp.barrier()
     return export
@@ -175,7 +176,7 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
         save_annotation_model(export, backbone.eval(), head.eval())
         _write_run_record(run_dir, recipe, corpus,
                           {"final_loss": res.final_loss, "wall_s": res.wall_s,
-                           "init": str(init) if init else None}, dp)
+                           "steps_done": res.steps, "init": str(init) if init else None}, dp)
         shutil.copy(run_dir / "run.json", export / "TRAINING.json")
     dp.barrier()
     return export

@@ -144,3 +144,18 @@ def test_a_run_resumes_on_another_number_of_processes(tmp_path, data_root):
     head = rows["one"][0].split(",")
     lm = {out: float(r[-1].split(",")[head.index("lm")]) for out, r in rows.items()}
     assert lm["run"] == pytest.approx(lm["one"], abs=2e-3)
+
+
+def test_a_time_limit_stops_a_run_of_two_processes_and_exports_it(tmp_path, data_root):
+    """Out of time after the first step, both processes stop there (the run ends rather than
+    hanging on a collective one of them skipped), and the export's record says how many steps
+    were done."""
+    args = ["train", "--recipe", "lm", "--steps", "4", "--batch-size", "2", "--seq-len", "128",
+            "--threads", "1", "--quiet", "--data-root", str(data_root), "--time-limit", "1e-9",
+            "--out", "run"]
+    res = _torchrun(["-m", "genoctx", *args], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    record = json.loads((tmp_path / "run" / "export" / "TRAINING.json").read_text())
+    assert record["steps_done"] == 1 and record["loop"]["time_limit"] == 1e-9
+    rows = (tmp_path / "run" / "loss.csv").read_text().splitlines()
+    assert [r.split(",")[0] for r in rows] == ["step", "1"]

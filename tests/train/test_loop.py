@@ -2,6 +2,7 @@
 
 import numpy as np
 import torch
+import pytest
 from safetensors.torch import load_file
 
 from genoctx.model.config import get_config
@@ -58,6 +59,38 @@ def test_resume_matches_uninterrupted_run(tmp_path, example_fasta):
     assert (tmp_path / "b" / "loss.png").stat().st_size > 0
     state = load_file(str(tmp_path / "b" / "state" / "state.safetensors"))
     assert any(k.startswith("opt.") for k in state)
+
+
+def test_a_time_limit_stops_saves_and_resumes_to_the_same_result(tmp_path, example_fasta):
+    """Past its time limit a run ends after the step under way, with that step logged and its
+    state saved; run again without the limit, it reaches the uninterrupted run's weights."""
+    seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])
+    corpus = corpus_mod.Corpus([corpus_mod.Record("pPCP1", nt.encode(seq))])
+
+    def run(run_dir, time_limit):
+        sampler = corpus_mod.WindowSampler(corpus, 256, seed=0)
+        torch.manual_seed(0)
+        model = GenoCtxModel.from_config(get_config("tiny", **SMALL), backend="torch")
+        cfg = LoopConfig(steps=3, lr=1e-3, warmup=2, log_every=10, ckpt_every=10,
+                         time_limit=time_limit)
+
+        def step(_):
+            ids, _ = sampler.sample(2)
+            return model.lm_loss(torch.from_numpy(ids))
+
+        return train_loop(model, step, sampler, run_dir, cfg, title="t", quiet=True), model
+
+    whole, model_a = run(tmp_path / "a", None)
+    first, _ = run(tmp_path / "b", 1e-9)  # out of time as soon as the first step ends
+    assert (whole.steps, first.steps) == (3, 1)
+    rows = (tmp_path / "b" / "loss.csv").read_text().splitlines()
+    assert [r.split(",")[0] for r in rows] == ["step", "1"]
+    resumed, model_b = run(tmp_path / "b", None)
+    assert resumed.steps == 3
+    for (k, va), (_, vb) in zip(model_a.state_dict().items(), model_b.state_dict().items()):
+        assert torch.equal(va, vb), k
+    with pytest.raises(ValueError, match="positive"):
+        run(tmp_path / "c", 0)
 
 
 def test_learning_rate_schedule():
