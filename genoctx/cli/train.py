@@ -13,7 +13,8 @@ def train(
                                           "(default: $GENOCTX_DATA_ROOT or ../shared/data)."),
     out: Path = typer.Option(Path("runs/train"), "--out", help="Run directory (resumed if it exists)."),
     init: Path | None = typer.Option(None, "--init", help="Checkpoint to start from (annotation: "
-                                     "the lm run's export/ directory)."),
+                                     "the lm run's export/ directory, or an annotation export "
+                                     "to train on with its head)."),
     steps: int | None = typer.Option(None, "--steps", help="Optimisation steps (recipe default)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Windows per step (over "
                                           "all processes under torchrun)."),

@@ -3,7 +3,8 @@
 * ``lm`` — nucleotide language-model pretraining of the ``tiny`` flavour on the train and
   pretrain-only genomes (next-token cross-entropy + router losses).
 * ``annotation`` — the per-base annotation head (:mod:`genoctx.heads.annotation`) on train-role
-  annotations, fine-tuning the backbone from an ``lm`` run (``--init``).
+  annotations, fine-tuning the backbone from an ``lm`` run (``--init``); ``--init`` an
+  annotation export (``genoctx/weights``, say) trains on from its backbone and head.
 
 Every input file passes the leakage guard (:mod:`genoctx.train.corpus`). A run directory ends
 with ``export/``: the checkpoint that ``--model PATH`` (or, copied to ``genoctx/weights``, the
@@ -26,9 +27,15 @@ import torch
 import torch.nn.functional as F
 
 from genoctx.errors import InputError
-from genoctx.heads.annotation import AnnotationHead, AnnotationHeadConfig
+from genoctx.heads.annotation import (
+    HEAD_WEIGHTS,
+    AnnotationHead,
+    AnnotationHeadConfig,
+    load_annotation_model,
+)
 from genoctx.heads.classes import IGNORE_INDEX, NUM_CLASSES
 from genoctx.io.atomic import atomic_path
+from genoctx.model import checkpoint
 from genoctx.model.model import BOS_ID, GenoCtxModel
 from genoctx.train import corpus as corpus_mod
 from genoctx.train.distributed import DataParallel, from_env
@@ -149,11 +156,16 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
     mine = dp.rows(recipe.batch_size)
     corpus = corpus_mod.annotation_corpus(data_root)
     torch.manual_seed(recipe.loop.seed)
-    if init is not None:
-        backbone = GenoCtxModel.from_pretrained(init, backend="auto")
+    if init is not None and (checkpoint.resolve_checkpoint(init) / HEAD_WEIGHTS).is_file():
+        # an annotation export (`embedded`, say): train on from its backbone and head, both
+        # read through their sha256 checks
+        backbone, head = load_annotation_model(init, backend="auto")
     else:
-        backbone = GenoCtxModel.from_config(recipe.flavour, backend="auto")
-    head = AnnotationHead(AnnotationHeadConfig(in_dim=2 * backbone.config.d_model))
+        if init is not None:
+            backbone = GenoCtxModel.from_pretrained(init, backend="auto")
+        else:
+            backbone = GenoCtxModel.from_config(recipe.flavour, backend="auto")
+        head = AnnotationHead(AnnotationHeadConfig(in_dim=2 * backbone.config.d_model))
     model = AnnotationModel(backbone, head).to(dp.device)
     sampler = corpus_mod.WindowSampler(corpus, recipe.seq_len, seed=recipe.loop.seed)
     weights = class_weights(corpus).to(dp.device)

@@ -67,8 +67,37 @@ def validation_lines(m: dict) -> list[str]:
     return lines + [""]
 
 
+def init_chain(record: dict) -> list[dict]:
+    """Records of the runs a run was initialised from, earliest first: each ``init`` checkpoint's
+    ``TRAINING.json`` (and the ``TRAINING_lm.json`` or ``TRAINING_earlier.json`` a shipped
+    checkpoint keeps beside it), so
+    that a run trained on from a shipped checkpoint ships with every command that made it.
+    Empty when the init is an lm run's export (``--lm-run`` gives that record)."""
+    chain, seen, init = [], set(), record.get("init")
+    while init:
+        directory = Path(init)
+        path = directory / "TRAINING.json"
+        if not path.is_file() or directory.resolve() in seen:
+            break
+        seen.add(directory.resolve())
+        rec = json.loads(path.read_text())
+        if rec.get("recipe") != "annotation":
+            break
+        chain.insert(0, rec)
+        if (directory / "TRAINING_earlier.json").is_file():  # shipped from a chain itself
+            chain[:0] = json.loads((directory / "TRAINING_earlier.json").read_text())
+            break
+        if (directory / "TRAINING_lm.json").is_file():
+            chain.insert(0, json.loads((directory / "TRAINING_lm.json").read_text()))
+            break
+        init = rec.get("init")
+    return chain
+
+
 def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) -> None:
     load_annotation_model(export)  # verifies both sha256 files and that the weights load
+    record = json.loads((export / "TRAINING.json").read_text())
+    earlier = init_chain(record)  # read before dest is cleared: the init may be dest itself
     files = sorted(p for p in export.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
     if size > MAX_BYTES:
@@ -78,16 +107,21 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
             p.unlink()
     for p in files:
         shutil.copy2(p, dest / p.name)
-    runs = [_with_wall(json.loads((export / "TRAINING.json").read_text()), export.parent)]
+    runs = [_with_wall(record, export.parent)]
     run_dirs = [export.parent]
     if lm_run is not None:
         runs.insert(0, _with_wall(json.loads((lm_run / "run.json").read_text()), lm_run))
         shutil.copy2(lm_run / "run.json", dest / "TRAINING_lm.json")
         run_dirs.insert(0, lm_run)
-    for run, record in zip(run_dirs, runs, strict=True):  # the runs' own loss logs and plots
+    for run, rec in zip(run_dirs, runs, strict=True):  # the runs' own loss logs and plots
         for name in ("loss.csv", "loss.png"):
             if (run / name).is_file():
-                shutil.copy2(run / name, dest / f"{record['recipe']}_{name}")
+                shutil.copy2(run / name, dest / f"{rec['recipe']}_{name}")
+    if earlier:  # the whole chain, earliest first, for the next run trained on from this one
+        (dest / "TRAINING_earlier.json").write_text(json.dumps(earlier, indent=2) + "\n")
+        if lm_run is None and earlier[0].get("recipe") == "lm":
+            (dest / "TRAINING_lm.json").write_text(json.dumps(earlier[0], indent=2) + "\n")
+    runs = earlier + runs
     if metrics is not None:
         shutil.copy2(metrics, dest / "VALIDATION.json")
     files = sorted(p for p in dest.iterdir() if p.is_file() and p.name != "__init__.py")

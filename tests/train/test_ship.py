@@ -127,3 +127,30 @@ def test_refresh_validation_refuses_metrics_of_other_weights(runs, tmp_path):
     with pytest.raises(GenoctxError, match="model_sha256"):
         refresh_validation(dest, other)
     assert {p.name: p.read_bytes() for p in dest.iterdir()} == before
+
+
+def test_a_run_trained_on_from_the_shipped_checkpoint_ships_with_every_command(runs, tmp_path,
+                                                                               monkeypatch):
+    """Ship, train on from the shipped checkpoint (its own dest), ship that: the README lists
+    lm, first annotation run and the continuation in order, and a third generation still
+    finds all of them."""
+    lm, export, metrics = runs
+    dest = tmp_path / "weights"
+    dest.mkdir()
+    ship(export, dest, lm, metrics)
+    monkeypatch.chdir(tmp_path)
+    for gen in (2, 3):
+        nxt = tmp_path / f"ann{gen}" / "export"
+        save_annotation_model(nxt, GenoCtxModel.from_config("tiny"),
+                              AnnotationHead(AnnotationHeadConfig(in_dim=256)))
+        rec = _record("annotation", f"genoctx train --recipe annotation --init weights #{gen}")
+        rec["init"] = "weights"
+        (nxt / "TRAINING.json").write_text(json.dumps(rec))
+        ship(nxt, dest, None, None)
+        readme = (dest / "README.md").read_text()
+        order = ["genoctx train --recipe lm`", "--init runs/lm/export`",
+                 *[f"--init weights #{g}`" for g in range(2, gen + 1)]]
+        at = [readme.index(c) for c in order]
+        assert at == sorted(at), readme
+        assert json.loads((dest / "TRAINING_lm.json").read_text())["recipe"] == "lm"
+        assert len(json.loads((dest / "TRAINING_earlier.json").read_text())) == gen
