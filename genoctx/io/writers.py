@@ -624,7 +624,8 @@ def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> s
     Python, which matters for per-base tracks of megabases (every base is its own run when a
     probability changes at each). Values are formatted once per distinct rounded value."""
     if any(c in contig for c in "\t\n \0"):
-        raise InputError(f"contig name {contig!r} contains whitespace; bedGraph cannot hold it")
+        raise InputError(f"contig name {contig!r} contains whitespace (or NUL); bedGraph cannot "
+                         "hold it")
     s, e, v = _runs(track, digits)
     if not len(s):
         return ""
@@ -699,6 +700,10 @@ def _bigwig_entries(bw, contig: str, start: int, s: np.ndarray, e: np.ndarray,
     stretches as bedGraph-like intervals. Both read back as the same per-base values."""
     if not len(s):
         return
+    import pyBigWig
+
+    # a pyBigWig built without numpy takes lists only
+    arr = (lambda x: x) if getattr(pyBigWig, "numpy", 0) else (lambda x: x.tolist())
     long = (e - s) >= _LONG_RUN
     # groups: consecutive runs that touch and are all long or all short
     cut = np.flatnonzero((s[1:] != e[:-1]) | (long[1:] != long[:-1])) + 1
@@ -708,17 +713,18 @@ def _bigwig_entries(bw, contig: str, start: int, s: np.ndarray, e: np.ndarray,
     def flush():
         if pending:
             idx = np.concatenate(pending)
-            bw.addEntries(np.array([contig] * len(idx)), (s[idx] + start).astype(np.int64),
-                          ends=(e[idx] + start).astype(np.int64),
-                          values=v[idx].astype(np.float64))
+            bw.addEntries(arr(np.array([contig] * len(idx))),
+                          arr((s[idx] + start).astype(np.int64)),
+                          ends=arr((e[idx] + start).astype(np.int64)),
+                          values=arr(v[idx].astype(np.float64)))
             pending.clear()
 
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         lo, hi = int(s[a]), int(e[b - 1])
         if not long[a] and hi - lo >= _FIXED_STEP_MIN:
             flush()
-            bw.addEntries(contig, lo + start, values=np.repeat(v[a:b], e[a:b] - s[a:b])
-                          .astype(np.float64), span=1, step=1)
+            per_base = np.repeat(v[a:b], e[a:b] - s[a:b]).astype(np.float64)
+            bw.addEntries(contig, lo + start, values=arr(per_base), span=1, step=1)
         else:
             pending.append(np.arange(a, b))
     flush()

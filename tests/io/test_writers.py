@@ -505,3 +505,18 @@ def test_locus_tags_number_genes_and_rnas_across_contigs_in_every_writer(tmp_pat
     for bad in ("", "1ABC", "A B", "A|B", "A-B", "A" * 33):
         with pytest.raises(InputError, match="locus tag prefix"):
             assign_locus_tags(genes, rnas, LENGTHS, bad)
+
+
+def test_bigwig_without_numpy_support_in_pybigwig_writes_the_same_values(tmp_path, monkeypatch):
+    pyBigWig = pytest.importorskip("pyBigWig")
+    track = np.random.default_rng(5).random(700).astype(np.float32)
+    track[300:400] = 0.5
+    write_bigwig(tmp_path / "a.bw", [("c", 0, track)], {"c": 700})
+    monkeypatch.setattr(pyBigWig, "numpy", 0)  # as a build without numpy reports itself
+    write_bigwig(tmp_path / "b.bw", [("c", 0, track)], {"c": 700})
+    got = []
+    for name in ("a.bw", "b.bw"):
+        bw = pyBigWig.open(str(tmp_path / name))
+        got.append(np.array(bw.values("c", 0, 700)))
+        bw.close()
+    assert np.array_equal(got[0], got[1])
