@@ -75,7 +75,10 @@ def init_chain(record: dict) -> list[dict]:
     Empty when the init is an lm run's export (``--lm-run`` gives that record)."""
     chain, seen, init = [], set(), record.get("init")
     while init:
-        directory = Path(init)
+        try:
+            directory = checkpoint.resolve_checkpoint(init)  # "embedded" too
+        except GenoctxError:
+            break
         path = directory / "TRAINING.json"
         if not path.is_file() or directory.resolve() in seen:
             break

@@ -139,12 +139,13 @@ def test_a_run_trained_on_from_the_shipped_checkpoint_ships_with_every_command(r
     dest.mkdir()
     ship(export, dest, lm, metrics)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("genoctx.model.checkpoint.embedded_dir", lambda: dest)
     for gen in (2, 3):
         nxt = tmp_path / f"ann{gen}" / "export"
         save_annotation_model(nxt, GenoCtxModel.from_config("tiny"),
                               AnnotationHead(AnnotationHeadConfig(in_dim=256)))
         rec = _record("annotation", f"genoctx train --recipe annotation --init weights #{gen}")
-        rec["init"] = "weights"
+        rec["init"] = "weights" if gen == 2 else "embedded"  # as `--init embedded` records it
         (nxt / "TRAINING.json").write_text(json.dumps(rec))
         ship(nxt, dest, None, None)
         readme = (dest / "README.md").read_text()
