@@ -61,6 +61,20 @@ def _motif_tables(edge: int = 1) -> list[np.ndarray]:
 _MOTIF_TABLES = _motif_tables()
 
 
+def _motif_bits() -> np.ndarray:
+    """Over every code of the longest motif's k-mer, bit k set where its leading bases are a
+    motif of kind k: every kind from one lookup, [4**width] uint8."""
+    width = max(length for length, _ in MOTIF_KINDS)
+    codes = np.arange(4 ** width)
+    bits = np.zeros(4 ** width, dtype=np.uint8)
+    for k, (length, _) in enumerate(MOTIF_KINDS):
+        bits |= _MOTIF_TABLES[k][codes >> (2 * (width - length))].astype(np.uint8) << k
+    return bits
+
+
+_MOTIF_BITS = _motif_bits()
+
+
 def motif_hits(x: np.ndarray) -> np.ndarray:
     """Whether a motif of each kind starts at each base of the encoded strand ``x``, [K, L]."""
     n = len(x)
@@ -76,11 +90,12 @@ def motif_hits(x: np.ndarray) -> np.ndarray:
     for t in range(width - 1, -1, -1):
         code += digit[t:t + n] << (2 * (width - 1 - t))
         bad_at[unknown[t:t + n]] = t
+    bits = _MOTIF_BITS.take(code)  # every kind at once; the padding's N fails bad_at below
     for k, (length, _) in enumerate(MOTIF_KINDS):
         if n < length:
             continue
         m = n - length + 1
-        found = _MOTIF_TABLES[k].take(code[:m] >> (2 * (width - length)))
+        found = (bits[:m] & np.uint8(1 << k)).astype(bool)
         hits[k, :m] = found & (bad_at[:m] >= length)
     return hits
 
