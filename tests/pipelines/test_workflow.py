@@ -140,6 +140,25 @@ def test_merge_bedgraph_clips_to_cores_and_joins_equal_runs(tmp_path):
         "chr\t110\t200\t0.2"]
 
 
+def test_merge_bedgraph_orders_contigs_and_cores_whatever_the_shard_order(tmp_path):
+    """Shards given out of order, a contig whose name starts another's (chr1, chr10) and a
+    shard with two cores: the lines come out in the FASTA's contig order and by position."""
+    merge = _script("merge_annotation")
+    a, b, c = (tmp_path / f"{n}.bedgraph" for n in "abc")
+    a.write_text('track type=bedGraph name="x"\nchr10\t0\t50\t0.3\nchr1\t0\t40\t0.1\n'
+                 "chr1\t40\t90\t0.2\n")
+    b.write_text("chr1\t30\t100\t0.2\nchr1\t100\t150\t0.4\n")
+    c.write_text("chr10\t40\t120\t0.3\n")
+    out = tmp_path / "m.bedgraph"
+    merge.merge_bedgraph([({"chr10": [(40, 120)]}, c),
+                          ({"chr1": [(50, 150)]}, b),
+                          ({"chr1": [(0, 50)], "chr10": [(0, 40)]}, a)],
+                         {"chr1": 0, "chr10": 1}, "x", out)
+    assert out.read_text().splitlines() == [
+        'track type=bedGraph name="x"', "chr1\t0\t40\t0.1", "chr1\t40\t100\t0.2",
+        "chr1\t100\t150\t0.4", "chr10\t0\t120\t0.3"]
+
+
 VCF_HEAD = "##fileformat=VCFv4.2\n##contig=<ID=c1,length=1000>\n##contig=<ID=c2,length=1000>\n" \
            "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
 

@@ -104,37 +104,57 @@ def merge_features(shards: list[tuple[Cores, str | Path]]
 
 
 def clip_bedgraph(path: str | Path, cores: Cores) -> list[tuple[str, int, int, str]]:
-    """The intervals of one shard's bedGraph, clipped to its cores."""
+    """The intervals of one shard's bedGraph, clipped to its cores (all of them in memory: a
+    small shard's; :func:`merge_bedgraph` streams)."""
+    return [(contig, s, e, v) for contig, spans in cores.items() for a, b in spans
+            for s, e, v in _clipped_rows(path, contig, a, b)]
+
+
+def _clipped_rows(path: str | Path, contig: str, a: int, b: int) -> list[tuple[int, int, str]]:
+    """``(start, end, value)`` of one shard's bedGraph lines on ``contig``, clipped to the core
+    ``[a, b)``, by start (file order among equal starts); values kept as written."""
     out = []
     with open(path) as fh:
         for line in fh:
-            if line.startswith(("track", "#", "browser")) or not line.strip():
+            if not line.startswith(contig) or line.startswith(("track", "#", "browser")):
                 continue
-            contig, lo, hi, value = line.rstrip("\n").split("\t")
-            for a, b in cores.get(contig, ()):
-                s, e = max(int(lo), a), min(int(hi), b)
-                if s < e:
-                    out.append((contig, s, e, value))
+            c, lo, hi, value = line.rstrip("\n").split("\t")
+            if c != contig:
+                continue
+            s, e = max(int(lo), a), min(int(hi), b)
+            if s < e:
+                out.append((s, e, value))
+    out.sort(key=lambda r: r[0])
     return out
 
 
 def merge_bedgraph(parts: list[tuple[Cores, str | Path]], order: dict[str, int], name: str,
                    out: str | Path) -> None:
-    """One bedGraph from shard tracks: clipped, sorted, equal neighbours joined."""
+    """One bedGraph from shard tracks: clipped, sorted, equal neighbours joined.
+
+    Streams core by core (the cores of all shards partition the contigs, so putting them in
+    contig and position order puts every line in order): memory holds one core's lines, not
+    the genome's, which a whole-genome track of a few Gb would not fit."""
     from genoctx.io.atomic import atomic_open
 
-    rows = sorted((r for cores, path in parts for r in clip_bedgraph(path, cores)),
-                  key=lambda r: (order.get(r[0], len(order)), r[0], r[1]))
-    joined: list[list] = []
-    for contig, s, e, v in rows:
-        last = joined[-1] if joined else None
-        if last and last[0] == contig and last[2] == s and last[3] == v:
-            last[2] = e
-        else:
-            joined.append([contig, s, e, v])
+    pieces = sorted(((order.get(contig, len(order)), contig, a, b, path)
+                     for cores, path in parts for contig, spans in cores.items()
+                     for a, b in spans), key=lambda p: p[:3])
     with atomic_open(out, "w", newline="\n") as fh:
         fh.write(f'track type=bedGraph name="{name}"\n')
-        fh.writelines(f"{c}\t{s}\t{e}\t{v}\n" for c, s, e, v in joined)
+        last = None  # [contig, start, end, value] not yet written
+        for _, contig, a, b, path in pieces:
+            buf = []
+            for s, e, v in _clipped_rows(path, contig, a, b):
+                if last and last[0] == contig and last[2] == s and last[3] == v:
+                    last[2] = e
+                    continue
+                if last:
+                    buf.append(f"{last[0]}\t{last[1]}\t{last[2]}\t{last[3]}\n")
+                last = [contig, s, e, v]
+            fh.writelines(buf)
+        if last:
+            fh.write(f"{last[0]}\t{last[1]}\t{last[2]}\t{last[3]}\n")
 
 
 def main(smk) -> None:
