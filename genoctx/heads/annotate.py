@@ -387,7 +387,7 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
     is named ``LOCUS_TAG_00001``, ... in every file (:func:`genoctx.io.writers.assign_locus_tags`)
     instead of ``contig_N``. With ``workers`` > 1 and tracks of at least
     :data:`TRACK_POOL_MIN_BASES` bases, the track files (one per track and format, each about
-    0.2 s per Mb for bedGraph, 0.35 s for bigWig) are written by up to ``workers`` processes
+    0.1 s per Mb for bedGraph, 0.35 s for bigWig) are written by up to ``workers`` processes
     while this one writes the rest; the bytes are the same.
     """
     if locus_tag is not None:
@@ -420,8 +420,9 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
 
 
 # the track files of write_annotation go to worker processes from this many bases per track on
-# (`python benchmarks/writers.py --genome-bases N`: on 2 cores the break-even is about 2 Mb)
-TRACK_POOL_MIN_BASES = 2_000_000
+# (`python benchmarks/writers.py --genome-bases N`: on 2 cores the break-even is about 4 Mb;
+# E. coli's 4.6 Mb take 1.58-1.80 s in one process, 1.35-1.49 s in two)
+TRACK_POOL_MIN_BASES = 4_000_000
 
 
 def _track_jobs(prefix: Path, result: Annotation, formats) -> list[tuple]:

@@ -605,18 +605,23 @@ def _value_codes(r: np.ndarray, digits: int) -> tuple[list[str], np.ndarray]:
 def _put_number(m: np.ndarray, x: np.ndarray) -> None:
     """Right-aligned decimal digits of ``x`` (integers >= 0) into the byte columns of ``m``,
     leading zeros left as NUL (compacted away afterwards)."""
-    x = x.astype(np.uint64)
+    # 32-bit division is about four times faster than 64-bit; positions fit unless >= 2**32
+    x = x.astype(np.uint32 if not len(x) or int(x.max()) < 2 ** 32 else np.uint64)
     w = m.shape[1]
-    m[:, w - 1] = x % 10 + 48
-    for k in range(w - 2, -1, -1):
-        x //= 10
-        m[:, k] = np.where(x > 0, x % 10 + 48, 0)
+    for k in range(w - 1, -1, -1):
+        q = x // 10
+        d = (x - q * 10).astype(np.uint8)
+        d += 48
+        if k < w - 1:
+            d[x == 0] = 0  # a leading zero
+        m[:, k] = d
+        x = q
 
 
 _BEDGRAPH_CHUNK = 1 << 18
 
 
-def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> str:
+def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> bytes:
     """bedGraph lines of one contig's track.
 
     Lines are laid out as rows of a byte matrix, numbers written digit by digit with numpy,
@@ -628,7 +633,7 @@ def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> s
                          "hold it")
     s, e, v = _runs(track, digits)
     if not len(s):
-        return ""
+        return b""
     text, inv = _value_codes(v, digits)
     if start < 0:
         raise InputError(f"bedGraph start must be >= 0, got {start}")
@@ -651,7 +656,7 @@ def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> s
         _put_number(m[:, b0:b0 + w], e[lo:hi] + start)
         m[:, v0:] = table[inv[lo:hi]]
         out.append(m[m != 0].tobytes())
-    return b"".join(out).decode()
+    return b"".join(out)
 
 
 def write_bedgraph(path: str | Path, track: np.ndarray, contig: str, *, start: int = 0,
@@ -669,12 +674,13 @@ def write_bedgraph(path: str | Path, track: np.ndarray, contig: str, *, start: i
     track = _check_track(track)
     path = Path(path)
     if append and path.exists():
-        head = path.read_text()
+        head = path.read_bytes()
     else:
-        head = f'track type=bedGraph name="{name}"\n'
+        head = f'track type=bedGraph name="{name}"\n'.encode()
     body = _bedgraph_body(track, contig, start, digits)
-    with atomic_open(path, "w", newline="\n") as fh:
-        fh.write(head + body)
+    with atomic_open(path, "wb") as fh:
+        fh.write(head)
+        fh.write(body)
 
 
 def write_bedgraph_many(path: str | Path, tracks: list[tuple[str, int, np.ndarray]], *,
@@ -682,8 +688,8 @@ def write_bedgraph_many(path: str | Path, tracks: list[tuple[str, int, np.ndarra
     """One bedGraph of several contigs' tracks ``[(contig, start, values [L]), ...]`` in the
     order given, written atomically in one pass (see :func:`write_bedgraph`)."""
     tracks = [(c, st, _check_track(t)) for c, st, t in tracks]
-    with atomic_open(path, "w", newline="\n") as fh:
-        fh.write(f'track type=bedGraph name="{name}"\n')
+    with atomic_open(path, "wb") as fh:
+        fh.write(f'track type=bedGraph name="{name}"\n'.encode())
         for contig, start, track in tracks:
             fh.write(_bedgraph_body(track, contig, start, digits))
 
