@@ -93,6 +93,30 @@ def test_a_time_limit_stops_saves_and_resumes_to_the_same_result(tmp_path, examp
         run(tmp_path / "c", 0)
 
 
+def test_a_peer_out_of_time_stops_this_process_too(tmp_path, example_fasta):
+    """The stop is decided over all processes: when another one is past the limit (its flag
+    averaged in), this one stops at the same step although its own clock is not."""
+    from genoctx.train.distributed import DataParallel
+
+    class PeerLate(DataParallel):
+        def mean(self, values):  # a second process whose time ran out: flags 0 and 1 averaged
+            return {k: (torch.tensor(0.5) if k == "t" else v) for k, v in values.items()}
+
+    seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])
+    corpus = corpus_mod.Corpus([corpus_mod.Record("pPCP1", nt.encode(seq))])
+    sampler = corpus_mod.WindowSampler(corpus, 256, seed=0)
+    model = GenoCtxModel.from_config(get_config("tiny", **SMALL), backend="torch")
+    cfg = LoopConfig(steps=3, lr=1e-3, warmup=1, log_every=10, ckpt_every=10, time_limit=1e6)
+
+    def step(_):
+        ids, _ = sampler.sample(2)
+        return model.lm_loss(torch.from_numpy(ids))
+
+    res = train_loop(model, step, sampler, tmp_path / "r", cfg, title="t", quiet=True,
+                     dp=PeerLate())
+    assert res.steps == 1
+
+
 def test_learning_rate_schedule():
     cfg = LoopConfig(steps=100, lr=1.0, warmup=10, min_lr_ratio=0.1)
     assert lr_at(0, cfg) == 0.1 and lr_at(9, cfg) == 1.0
