@@ -70,9 +70,9 @@ def validation_lines(m: dict) -> list[str]:
 def init_chain(record: dict) -> list[dict]:
     """Records of the runs a run was initialised from, earliest first: each ``init`` checkpoint's
     ``TRAINING.json`` (and the ``TRAINING_lm.json`` or ``TRAINING_earlier.json`` a shipped
-    checkpoint keeps beside it), so
-    that a run trained on from a shipped checkpoint ships with every command that made it.
-    Empty when the init is an lm run's export (``--lm-run`` gives that record)."""
+    checkpoint keeps beside it), so that a run trained on from a shipped checkpoint ships with
+    every command that made it. Empty when the init is an lm run's export (``--lm-run`` gives
+    that record)."""
     chain, seen, init = [], set(), record.get("init")
     while init:
         try:
