@@ -625,18 +625,18 @@ def _bedgraph_body(track: np.ndarray, contig: str, start: int, digits: int) -> b
     """bedGraph lines of one contig's track.
 
     Lines are laid out as rows of a byte matrix, numbers written digit by digit with numpy,
-    and the NUL padding squeezed out: about three times faster than formatting each line in
-    Python, which matters for per-base tracks of megabases (every base is its own run when a
+    and the NUL padding squeezed out: about four times faster than formatting each line in
+    Python (``benchmarks/writers.py``), which matters for per-base tracks of megabases (every base is its own run when a
     probability changes at each). Values are formatted once per distinct rounded value."""
     if any(c in contig for c in "\t\n \0"):
         raise InputError(f"contig name {contig!r} contains whitespace (or NUL); bedGraph cannot "
                          "hold it")
+    if start < 0:
+        raise InputError(f"bedGraph start must be >= 0, got {start}")
     s, e, v = _runs(track, digits)
     if not len(s):
         return b""
     text, inv = _value_codes(v, digits)
-    if start < 0:
-        raise InputError(f"bedGraph start must be >= 0, got {start}")
     raw = [t.encode() + b"\n" for t in text]
     wv = max(map(len, raw))
     table = np.zeros((len(raw), wv), np.uint8)

@@ -103,29 +103,31 @@ def merge_features(shards: list[tuple[Cores, str | Path]]
     return genes, rnas, lengths, sha, circular
 
 
-def clip_bedgraph(path: str | Path, cores: Cores) -> list[tuple[str, int, int, str]]:
-    """The intervals of one shard's bedGraph, clipped to its cores (all of them in memory: a
-    small shard's; :func:`merge_bedgraph` streams)."""
-    return [(contig, s, e, v) for contig, spans in cores.items() for a, b in spans
-            for s, e, v in _clipped_rows(path, contig, a, b)]
-
-
-def _clipped_rows(path: str | Path, contig: str, a: int, b: int) -> list[tuple[int, int, str]]:
-    """``(start, end, value)`` of one shard's bedGraph lines on ``contig``, clipped to the core
-    ``[a, b)``, by start (file order among equal starts); values kept as written."""
-    out = []
+def _shard_lines(path: str | Path) -> dict[str, list[tuple[int, int, str]]]:
+    """One shard's bedGraph lines by contig, ``(start, end, value)`` in file order, values kept
+    as written."""
+    lines: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
     with open(path) as fh:
         for line in fh:
-            if not line.startswith(contig) or line.startswith(("track", "#", "browser")):
+            if line.startswith(("track", "#", "browser")) or not line.strip():
                 continue
-            c, lo, hi, value = line.rstrip("\n").split("\t")
-            if c != contig:
-                continue
-            s, e = max(int(lo), a), min(int(hi), b)
-            if s < e:
-                out.append((s, e, value))
+            contig, lo, hi, value = line.rstrip("\n").split("\t")
+            lines[contig].append((int(lo), int(hi), value))
+    return lines
+
+
+def _clip(rows: list[tuple[int, int, str]], a: int, b: int) -> list[tuple[int, int, str]]:
+    """``rows`` clipped to the core ``[a, b)``, by start (file order among equal starts)."""
+    out = [(max(lo, a), min(hi, b), v) for lo, hi, v in rows if max(lo, a) < min(hi, b)]
     out.sort(key=lambda r: r[0])
     return out
+
+
+def clip_bedgraph(path: str | Path, cores: Cores) -> list[tuple[str, int, int, str]]:
+    """The intervals of one shard's bedGraph, clipped to its cores."""
+    lines = _shard_lines(path)
+    return [(contig, s, e, v) for contig, spans in cores.items() for a, b in spans
+            for s, e, v in _clip(lines.get(contig, []), a, b)]
 
 
 def merge_bedgraph(parts: list[tuple[Cores, str | Path]], order: dict[str, int], name: str,
@@ -133,19 +135,23 @@ def merge_bedgraph(parts: list[tuple[Cores, str | Path]], order: dict[str, int],
     """One bedGraph from shard tracks: clipped, sorted, equal neighbours joined.
 
     Streams core by core (the cores of all shards partition the contigs, so putting them in
-    contig and position order puts every line in order): memory holds one core's lines, not
-    the genome's, which a whole-genome track of a few Gb would not fit."""
+    contig and position order puts every line in order). Memory holds one shard's lines, not
+    the genome's; each shard is read once where its cores come one after another (a long
+    contig's chunk, small contigs packed in FASTA order)."""
     from genoctx.io.atomic import atomic_open
 
-    pieces = sorted(((order.get(contig, len(order)), contig, a, b, path)
+    pieces = sorted(((order.get(contig, len(order)), contig, a, b, str(path))
                      for cores, path in parts for contig, spans in cores.items()
                      for a, b in spans), key=lambda p: p[:3])
+    shard = (None, {})  # the last shard read: (path, its lines by contig)
     with atomic_open(out, "w", newline="\n") as fh:
         fh.write(f'track type=bedGraph name="{name}"\n')
         last = None  # [contig, start, end, value] not yet written
         for _, contig, a, b, path in pieces:
+            if shard[0] != path:
+                shard = (path, _shard_lines(path))
             buf = []
-            for s, e, v in _clipped_rows(path, contig, a, b):
+            for s, e, v in _clip(shard[1].get(contig, []), a, b):
                 if last and last[0] == contig and last[2] == s and last[3] == v:
                     last[2] = e
                     continue
