@@ -28,6 +28,10 @@ def train(
     time_limit: float | None = typer.Option(None, "--time-limit", help="Stop (and export) once "
                                             "this many seconds of training have passed, as a "
                                             "job's wall-clock limit asks; rerunning resumes."),
+    eukaryote_weight: float | None = typer.Option(None, "--eukaryote-weight", help="annotation: "
+                                                  "draw windows from the eukaryote chunks this "
+                                                  "many times as often (default 1; 4 makes about "
+                                                  "three windows in ten eukaryotic)."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available), cpu or "
                                "cuda; under torchrun, cuda is each process's own GPU."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -43,6 +47,7 @@ def train(
     """
     import torch
 
+    from genoctx.errors import InputError
     from genoctx.model.device import resolve_device
     from genoctx.train import recipes
 
@@ -55,7 +60,9 @@ def train(
 
     r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
                            seed=seed, threads=threads, stop_after=stop_after,
-                           time_limit=time_limit)
+                           time_limit=time_limit, eukaryote_weight=eukaryote_weight)
+    if eukaryote_weight is not None and r.name != "annotation":
+        raise InputError("--eukaryote-weight applies to the annotation recipe only")
     device = resolve_device(device)
     try:
         if r.name == "lm":

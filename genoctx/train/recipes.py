@@ -48,6 +48,7 @@ class Recipe:
     flavour: str = "tiny"
     seq_len: int = 2048
     batch_size: int = 8
+    eukaryote_weight: float = 1.0  # annotation: sampling weight of the eukaryote records
     loop: LoopConfig
 
 
@@ -154,7 +155,7 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
     ``device``."""
     dp = from_env(device)
     mine = dp.rows(recipe.batch_size)
-    corpus = corpus_mod.annotation_corpus(data_root)
+    corpus = corpus_mod.annotation_corpus(data_root, recipe.eukaryote_weight)
     torch.manual_seed(recipe.loop.seed)
     if init is not None and (checkpoint.resolve_checkpoint(init) / HEAD_WEIGHTS).is_file():
         # an annotation export (`embedded`, say): train on from its backbone and head, both
@@ -188,7 +189,9 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
         save_annotation_model(export, backbone.eval(), head.eval())
         _write_run_record(run_dir, recipe, corpus,
                           {"final_loss": res.final_loss, "wall_s": res.wall_s,
-                           "steps_done": res.steps, "init": str(init) if init else None}, dp)
+                           "steps_done": res.steps, "init": str(init) if init else None,
+                           "eukaryote_weight": recipe.eukaryote_weight,
+                           "sample_shares": corpus_mod.sample_shares(corpus)}, dp)
         shutil.copy(run_dir / "run.json", export / "TRAINING.json")
     dp.barrier()
     return export

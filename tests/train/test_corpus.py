@@ -5,11 +5,11 @@ import shutil
 import numpy as np
 import pytest
 
-from genoctx.errors import DataRoleError
+from genoctx.errors import DataRoleError, InputError
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, IGNORE_INDEX, RC_PERMUTATION
 from genoctx.io.dataroot import load_manifest, require_trainable
-from genoctx.train import corpus as corpus_mod
 from genoctx.tokenize import nucleotide as nt
+from genoctx.train import corpus as corpus_mod
 
 
 def test_validation_and_benchmark_files_are_refused(data_root):
@@ -67,3 +67,41 @@ def test_sampler_reverse_complement_swaps_strands(example_fasta):
             assert set(np.unique(y[y > 0])) <= set(CDS_MINUS)
             seen.add("-")
     assert seen == {"+", "-"}
+
+
+def _two_kinds(example_fasta):
+    """The pPCP1 example as one 'bacterial' record and, twice over, one 'eukaryote' record whose
+    labels are all ignored (so that a window tells which it came from)."""
+    seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])
+    ids = nt.encode(seq)
+    return corpus_mod.Corpus([
+        corpus_mod.Record("b", ids, np.zeros(len(ids), dtype=np.int64), 0.5,
+                          "genomes/bacteria/x.gbff.gz"),
+        corpus_mod.Record("e", np.concatenate([ids, ids]),
+                          np.full(2 * len(ids), IGNORE_INDEX, dtype=np.int64), 1.0,
+                          "genomes/eukaryote_chunks/y.fa.gz")])
+
+
+def test_eukaryote_weight_scales_only_the_eukaryote_records(example_fasta):
+    corpus = _two_kinds(example_fasta)
+    # length × weight: bacteria 1 × 0.5, eukaryote 2 × 1
+    assert corpus_mod.sample_shares(corpus) == pytest.approx({"bacteria": 0.2, "eukaryote": 0.8})
+    light = corpus_mod.weight_eukaryotes(corpus, 0.25)
+    assert [r.weight for r in light.records] == [0.5, 0.25]
+    assert [r.weight for r in corpus.records] == [0.5, 1.0]  # the input is left as it was
+    assert corpus_mod.sample_shares(light) == pytest.approx({"bacteria": 0.5, "eukaryote": 0.5})
+    # the sampler draws at those shares (the eukaryote record's labels are all ignored)
+    for c, want in ((corpus, 0.8), (light, 0.5)):
+        _, y = corpus_mod.WindowSampler(c, 64, seed=0).sample(2000)
+        got = (y == IGNORE_INDEX).all(axis=1).mean()
+        assert abs(got - want) < 0.04, (got, want)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(InputError, match="eukaryote-weight"):
+            corpus_mod.weight_eukaryotes(corpus, bad)
+
+
+def test_eukaryote_weight_is_refused_outside_the_annotation_recipe(cli, tmp_path):
+    code, _, err = cli(["train", "--recipe", "lm", "--eukaryote-weight", "4",
+                        "--out", tmp_path / "r", "--steps", "1"])
+    assert code != 0 and "annotation recipe only" in err
+    assert not (tmp_path / "r").exists()

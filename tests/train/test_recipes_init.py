@@ -22,13 +22,15 @@ def test_init_from_an_annotation_export_keeps_its_head(tmp_path, data_root):
     head_a, model_a = _train(tmp_path, data_root, "a")
     # one step at a vanishing learning rate: what comes out is what went in
     head_b, model_b = _train(tmp_path, data_root, "b", "--init", "a/export", "--lr", "1e-30",
-                             "--seed", "1")
+                             "--seed", "1", "--eukaryote-weight", "4")
     for k in head_a:
         torch.testing.assert_close(head_b[k], head_a[k], rtol=0, atol=1e-6, msg=k)
     for k in model_a:
         torch.testing.assert_close(model_b[k], model_a[k], rtol=0, atol=1e-6, msg=k)
     record = json.loads((tmp_path / "b" / "export" / "TRAINING.json").read_text())
     assert record["init"] == "a/export"
+    assert record["eukaryote_weight"] == 4.0
+    assert 0.25 < record["sample_shares"]["eukaryote"] < 0.35  # ~0.10 at weight 1
     # from a backbone-only checkpoint (an lm export) the head starts afresh
     (tmp_path / "lm").mkdir()
     for name in ("model.safetensors", "model.safetensors.sha256", "config.json"):
