@@ -123,13 +123,6 @@ def _clip(rows: list[tuple[int, int, str]], a: int, b: int) -> list[tuple[int, i
     return out
 
 
-def clip_bedgraph(path: str | Path, cores: Cores) -> list[tuple[str, int, int, str]]:
-    """The intervals of one shard's bedGraph, clipped to its cores."""
-    lines = _shard_lines(path)
-    return [(contig, s, e, v) for contig, spans in cores.items() for a, b in spans
-            for s, e, v in _clip(lines.get(contig, []), a, b)]
-
-
 def merge_bedgraph(parts: list[tuple[Cores, str | Path]], order: dict[str, int], name: str,
                    out: str | Path) -> None:
     """One bedGraph from shard tracks: clipped, sorted, equal neighbours joined.
