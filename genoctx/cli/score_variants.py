@@ -3,7 +3,8 @@
 Every record is copied with these INFO fields added (declared in the header):
 
 - ``GCX_DLL`` (Number=A, Float): alt − ref log-likelihood of the window, mean of both strands
-  (:mod:`genoctx.heads.variant`);
+  (:mod:`genoctx.heads.variant`); not with ``--model none``, which runs no model and gives the
+  two fields below alone;
 - ``GCX_CLASS`` (Number=1, String): annotation class at POS, from ``--annotation``, else from the
   genes the decoder predicts (below; so the class and the consequence agree), with the RNA
   classes of the checkpoint's annotation head outside them;
@@ -62,9 +63,12 @@ class Summary:
     symbolic: int = 0
     ambiguous: int = 0
     indexed: bool = False
+    model: bool = True  # False under --model none: ``scored`` counts consequences only
 
     def line(self) -> str:
-        return (f"{self.records} records, {self.variants} variants, {self.scored} scored, "
+        done = (f"{self.scored} scored" if self.model
+                else f"{self.scored} annotated (--model none: no GCX_DLL)")
+        return (f"{self.records} records, {self.variants} variants, {done}, "
                 f"{self.ref_mismatch} ref mismatches, {self.unknown_contig} unknown contigs, "
                 f"{self.symbolic} symbolic skipped"
                 + (f", {self.ambiguous} ALT with N/IUPAC bases skipped" if self.ambiguous else ""))
@@ -82,11 +86,14 @@ class _Annotator:
 
 # ----------------------------------------------------------------------------- header
 
-def _header_lines(context: int, ann: _Annotator, provenance: str, supervised: bool) -> list[str]:
+def _header_lines(context: int, ann: _Annotator, provenance: str, supervised: bool,
+                  scored: bool = True) -> list[str]:
+    """Our header lines; ``scored`` False (``--model none``): no GCX_DLL is declared."""
     lines = [
         ('##INFO=<ID=GCX_DLL,Number=A,Type=Float,Description="genoctx: log-likelihood of the '
          f'alt window minus the ref window (up to {context} bases around REF), mean of both '
-         'strands">'),
+         'strands">')] if scored else []
+    lines += [
         ('##INFO=<ID=GCX_CLASS,Number=1,Type=String,Description="genoctx: annotation class at '
          f'POS, from {ann.class_source}">'),
         ('##INFO=<ID=GCX_CONSEQ,Number=A,Type=String,Description="genoctx: consequence of each '
@@ -143,9 +150,10 @@ def _ref_ok(fa, rec) -> bool:
         rec.ref.upper().encode()
 
 
-def _record_fields(rec, alleles: dict, fa, ann: _Annotator,
-                   supervised, context: int) -> tuple[list[str], str | None]:
-    """INFO entries and FILTER of one record; ``alleles``: ALT index → (Variant, GCX_DLL)."""
+def _record_fields(rec, alleles: dict, fa, ann: _Annotator, supervised, context: int,
+                   scored: bool = True) -> tuple[list[str], str | None]:
+    """INFO entries and FILTER of one record; ``alleles``: ALT index → (Variant, GCX_DLL);
+    ``scored`` False (``--model none``): no GCX_DLL entry."""
     known = rec.chrom in fa.lengths
     flt = FILTER_UNKNOWN if not known else None if _ref_ok(fa, rec) else FILTER_MISMATCH
     if not rec.alts:
@@ -161,8 +169,8 @@ def _record_fields(rec, alleles: dict, fa, ann: _Annotator,
                                        else None))
     # no class where the reference has no base (POS past the end of its sequence)
     klass = ann.klass(rec.chrom, rec.start) if known and rec.start < fa.lengths[rec.chrom] else "."
-    info = [f"GCX_DLL={','.join(dll)}", f"GCX_CLASS={klass}",
-            f"GCX_CONSEQ={','.join(conseq)}"]
+    info = [f"GCX_DLL={','.join(dll)}"] if scored else []
+    info += [f"GCX_CLASS={klass}", f"GCX_CONSEQ={','.join(conseq)}"]
     if supervised is not None:
         info.append(f"GCX_SCORE={','.join(score)}")
     return info, flt
@@ -301,7 +309,10 @@ def _warn_lengths(declared: dict[str, int | None], lengths: dict[str, int]) -> N
 
 
 def _load_model(model: str, device: str, want_head: bool):
-    """``(backbone, head or None, sha256)``; the head only when wanted and present."""
+    """``(backbone, head or None, sha256)``; the head only when wanted and present; ``model``
+    ``none``: ``(None, None, None)``."""
+    if model == "none":
+        return None, None, None
     from genoctx.heads.annotation import HEAD_CONFIG, HEAD_WEIGHTS, load_annotation_model
     from genoctx.model import checkpoint
     from genoctx.model.model import GenoCtxModel
@@ -367,6 +378,10 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
         supervised: the ``GCX_SCORE`` hook, a :class:`genoctx.heads.variant.VariantHead`
             (None: no such field).
 
+        model: ``embedded``, a checkpoint directory, or ``none``: no model runs, so no
+            ``GCX_DLL``; ``GCX_CLASS`` and ``GCX_CONSEQ`` come from ``annotation`` or from
+            genes the decoder predicts from the sequence alone.
+
     Returns:
         The run's :class:`Summary`.
     """
@@ -411,12 +426,14 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
             params = dataclasses.replace(params, translation_table=translation_table)
         ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet, params,
                          translation_table, circular)
-        provenance = (f"Version={_version()},Model=sha256:{sha[:16]},Context={context},"
-                      f"Reference={reference_name or Path(reference).name}")
-        stats, summary = VariantStats(), Summary()
+        scored = backbone is not None
+        provenance = (f"Version={_version()},"
+                      + (f"Model=sha256:{sha[:16]},Context={context}," if scored else "Model=none,")
+                      + f"Reference={reference_name or Path(reference).name}")
+        stats, summary = VariantStats(), Summary(model=scored)
         with _output(out) as (sink, compressed), _records(vcf) as vf:
             sink.write(_output_header(str(vf.header), _header_lines(
-                context, ann, provenance, supervised is not None)))
+                context, ann, provenance, supervised is not None, scored)))
             summary.scored = _write_records(vf, sink, vcf, fa, backbone, ann, stats, total,
                                             context=context, batch_size=batch_size,
                                             quiet=quiet, supervised=supervised)
@@ -447,27 +464,50 @@ def _check_circular(circular, annotation: Path | None) -> None:
 
 def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, context: int,
                    batch_size: int, quiet: bool, supervised) -> int:
-    """Second pass: score the variants in chunks and write each record as its turn comes."""
+    """Second pass: score the variants in chunks and write each record as its turn comes.
+
+    Returns the variants scored; without a model (``backbone`` None), those annotated (their
+    REF matches the reference).
+    """
     from genoctx.heads.variant import score_variants
     from genoctx.io.vcf import data_lines, iter_variants, record_text
     from genoctx.progress import progress_bar
 
     scored = 0
-    with progress_bar("scoring variants", total=total, quiet=quiet) as bar:
-        stream = score_variants(backbone, fa, iter_variants(vcf, fa, stats=stats),
-                                context=context, batch_size=batch_size, progress=bar.advance)
+    with progress_bar("scoring variants" if backbone is not None else "annotating variants",
+                      total=total, quiet=quiet) as bar:
+        variants = iter_variants(vcf, fa, stats=stats)
+        stream = (score_variants(backbone, fa, variants, context=context,
+                                 batch_size=batch_size, progress=bar.advance)
+                  if backbone is not None else _unscored(variants, bar.advance))
         pending = next(stream, None)
         with data_lines(vcf) as raw:
             for index, rec in enumerate(vf):
                 alleles = {}
                 while pending is not None and pending[0].record_index == index:
                     alleles[pending[0].allele_index] = pending
-                    scored += pending[1] is not None
+                    scored += (pending[1] is not None if backbone is not None
+                               else pending[0].ref_ok)
                     pending = next(stream, None)
-                info, flt = _record_fields(rec, alleles, fa, ann, supervised, context)
+                info, flt = _record_fields(rec, alleles, fa, ann, supervised, context,
+                                           backbone is not None)
                 sink.write(_edit_record(record_text(rec, raw), info, flt))
         assert pending is None, "variants left over after the last record"
     return scored
+
+
+def _unscored(variants, progress, every: int = 256) -> Iterator:
+    """``(variant, None)`` for each variant, as :func:`genoctx.heads.variant.score_variants`
+    streams them when no model runs; ``progress`` is told every ``every`` variants."""
+    n = 0
+    for v in variants:
+        yield v, None
+        n += 1
+        if n == every:
+            progress(n)
+            n = 0
+    if n:
+        progress(n)
 
 
 # ----------------------------------------------------------------------------- output
@@ -537,8 +577,10 @@ def score_variants_cmd(
                                            "(GFF3, GTF or GenBank) for GCX_CLASS and GCX_CONSEQ; "
                                            "default: genes predicted on the reference (and "
                                            "the model head's RNA classes outside them)."),
-    model: str = typer.Option("embedded", "--model", help="'embedded' (shipped) or a "
-                              "checkpoint directory."),
+    model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a "
+                              "checkpoint directory, or 'none': no model runs, so no GCX_DLL "
+                              "(GCX_CLASS and GCX_CONSEQ from --annotation or from genes "
+                              "predicted on the sequence alone)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     batch_size: int = typer.Option(16, "--batch-size", help="Windows per model call."),
     translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "

@@ -515,6 +515,7 @@ class GenomeDecoder:
         self.coding_model: CodingModel | None = None
         self.pair_llr: np.ndarray | None = None
         self.orf_adjust: list[np.ndarray] | None = None  # per strand, [N]: the ORF scorer's term
+        self.start_adjust: np.ndarray | None = None  # all strands' rows, [N]: the start scorer's
         self.prior_model = None  # meta: the bank model self-trained statistics shrink towards
         self._all: _AllStrands | None = None  # built on first use
         self._cache: dict[str, tuple] = {}    # name → (key, values); see _cached
@@ -602,7 +603,7 @@ class GenomeDecoder:
         self.coding_model = CodingModel(model.llr_QK)
         self.pair_llr = model.pair_llr
         self.start_model = StartModel(model.type_llr, model.rbs_llr, model.pwm_llr_PB)
-        self.orf_adjust = None
+        self.orf_adjust = self.start_adjust = None
         self._score_codons()
 
     def fit_starts(self, chosen: list[np.ndarray]) -> None:
@@ -683,16 +684,22 @@ class GenomeDecoder:
                                 neural / ncod])
         return gene, parts
 
+    def _choice(self, parts: np.ndarray, rows: slice = slice(None)) -> np.ndarray:
+        """Start-choice score of the candidates of ``parts`` (rows ``rows`` of
+        :meth:`all_strands`): the weighted parts, plus the start scorer's term when set."""
+        choice = parts @ np.asarray(self.params.start_weights)
+        return choice if self.start_adjust is None else choice + self.start_adjust[rows]
+
     def _scores_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`scores` of every candidate of every strand, [N] each."""
-        return self._cached("scores", (*self._coding_key(), self.start_model, self.orf_adjust),
-                            self._compute_scores)
+        return self._cached("scores", (*self._coding_key(), self.start_model, self.orf_adjust,
+                                       self.start_adjust), self._compute_scores)
 
     def _compute_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         gene, parts = self._features_all()
         wg = np.asarray(self.params.gene_weights)
         sw = np.asarray(self.params.start_weights)
-        choice = parts @ sw
+        choice = self._choice(parts)
         logit = gene @ wg[:-1] + wg[-1]
         if self.orf_adjust is not None:
             logit = logit + np.concatenate(self.orf_adjust)
@@ -731,8 +738,7 @@ class GenomeDecoder:
         :meth:`all_strands` (sorted: strand by strand)."""
         gene, parts = self._features_all()
         wg = np.asarray(self.params.gene_weights)
-        choice = parts @ np.asarray(self.params.start_weights)
-        best = _best_per_orf(self.all_strands().cand, choice, 1)
+        best = _best_per_orf(self.all_strands().cand, self._choice(parts), 1)
         return best, gene[best] @ wg[:-1] + wg[-1], gene[best]
 
     def orf_table(self, si: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -740,8 +746,7 @@ class GenomeDecoder:
         before the ORF scorer's term [O], and gene features [O, len(FEATURES)]."""
         gene, parts = self.features(si)
         wg = np.asarray(self.params.gene_weights)
-        choice = parts @ np.asarray(self.params.start_weights)
-        best = _best_per_orf(self.strands[si].cand, choice, 1)
+        best = _best_per_orf(self.strands[si].cand, self._choice(parts, self._rows(si)), 1)
         return best, gene[best] @ wg[:-1] + wg[-1], gene[best]
 
     def set_orf_adjust(self, scorer) -> None:
@@ -804,7 +809,7 @@ class GenomeDecoder:
 
     def train(self) -> list[np.ndarray]:
         """Seed, then alternate model fitting and decoding; returns the final choice."""
-        self.orf_adjust = None
+        self.orf_adjust = self.start_adjust = None
         self.prior_model = None
         return self._self_train(self.seed())
 
@@ -837,7 +842,7 @@ class GenomeDecoder:
         """
         from genoctx.heads.meta_models import candidates
 
-        self.orf_adjust = None
+        self.orf_adjust = self.start_adjust = None
         self.prior_model = None
         best, best_score, best_chosen = None, -math.inf, None
         tried = candidates(bank, self.gc)

@@ -457,3 +457,53 @@ def test_header_lengths_unlike_the_reference_are_warned(cli, tmp_path, human_ref
         assert "GCX_CLASS=." in body[1][7]  # no class where the reference has no base
         assert "GCX_CLASS=." not in body[0][7]
         assert "runs past the end of its sequence" in out
+
+
+def _without_dll(text: str) -> list[str]:
+    """Output lines less GCX_DLL (header line and INFO entries) and the provenance line."""
+    out = []
+    for ln in text.splitlines():
+        if ln.startswith(("##INFO=<ID=GCX_DLL,", "##genoctx_score_variants=")):
+            continue
+        if not ln.startswith("#"):
+            cols = ln.split("\t")
+            cols[7] = ";".join(x for x in cols[7].split(";") if not x.startswith("GCX_DLL="))
+            ln = "\t".join(cols)
+        out.append(ln)
+    return out
+
+
+@pytest.mark.parametrize("with_annotation", [False, True])
+def test_model_none_gives_the_same_consequences_without_dll(cli, tmp_path, pcp1, example_genbank,
+                                                             model_dir, with_annotation):
+    """--model none runs no model: no GCX_DLL is declared or written, and GCX_CLASS /
+    GCX_CONSEQ are those of a run with a model (from the annotation, or from genes predicted on
+    the sequence alone, as a checkpoint without an annotation head predicts them); a REF
+    mismatch is still filtered and the file reads back through pysam."""
+    with FastaFile(pcp1) as fa:
+        contig = fa.contigs[0]
+        seq = fa.fetch(contig).decode().upper()
+    sites = list(range(40, len(seq) - 40, 211))
+    rows = [f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])},{other(seq[p], 1)}\t.\t.\t."
+            for p in sites]
+    rows.append(f"{contig}\t{sites[-1] + 3}\t.\t{other(seq[sites[-1] + 2])}\tA\t.\t.\t.")
+    vcf = write_vcf(tmp_path / "n.vcf", contig, len(seq), rows)
+    extra = ["--annotation", example_genbank] if with_annotation else []
+    runs = {}
+    for model in ("none", model_dir):
+        out = tmp_path / f"{'none' if model == 'none' else 'model'}.vcf"
+        code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", model, "--context",
+                            CONTEXT, "--device", "cpu", "-o", out, *extra])
+        assert code == 0, err
+        runs[model] = (out.read_text(), err)
+    text, err = runs["none"]
+    assert "GCX_DLL" not in text and "Model=none" in text
+    assert "annotated (--model none: no GCX_DLL)" in err
+    assert _without_dll(text) == _without_dll(runs[model_dir][0])
+    with pysam.VariantFile(str(tmp_path / "none.vcf")) as vf:
+        recs = list(vf)
+    assert len(recs) == len(rows)
+    assert all("GCX_CONSEQ" in r.info and "GCX_DLL" not in r.info for r in recs[:-1])
+    assert list(recs[-1].filter) == ["GCX_REF_MISMATCH"]
+    conseqs = {c for r in recs[:-1] for c in r.info["GCX_CONSEQ"]}
+    assert conseqs & {"missense", "synonymous"} and "noncoding" in conseqs

@@ -685,3 +685,32 @@ def test_a_scaffold_is_decoded_as_its_contigs(ecoli, procedure):
     unsplit = call_genes_multi([("s", (a + "N" * (orfs.GAP_BASES - 1) + b).encode())],
                                procedure=procedure)  # a shorter run is no gap
     assert not any(any(g.partial) for g in unsplit if abs(g.end - len(a)) < 3 * n)
+
+
+def test_start_adjust_moves_a_start_within_its_orf(ecoli):
+    """``GenomeDecoder.start_adjust`` (a per-candidate term added to the start-choice score,
+    what benchmarks/decoder_start_scorer.py measures) moves a called gene to the start it
+    favours, keeps its stop, shows in orf_table, and is cleared by the next train()."""
+    from genoctx.heads.decoder import GenomeDecoder
+
+    cid, seq, _ = ecoli
+    d = GenomeDecoder([(cid, seq[:100_000].encode())], None, DecoderParams(orf_scorer=False))
+    chosen = d.train()
+    s, off = d.strands[0], int(d.all_strands().off[0])
+    orf = s.cand.orf
+    # a called gene whose ORF has another start further in
+    i = next(int(i) for i in chosen[0]
+             if ((orf == orf[i]) & (s.cand.start > s.cand.start[i])).sum() >= 1)
+    j = int(np.flatnonzero((orf == orf[i]) & (s.cand.start > s.cand.start[i]))[0])
+    adj = np.zeros(len(d.all_strands().cand))
+    adj[off + j] = 50.0
+    d.start_adjust = adj
+    moved = d.decode()
+    assert j in moved[0] and i not in moved[0]
+    best, _, _ = d.orf_table(0)
+    assert j in best and i not in best
+    assert {int(orf[c]) for c in moved[0]} >= {int(orf[c]) for c in chosen[0]} - {int(orf[i])}
+    d.start_adjust = None
+    assert np.array_equal(d.decode()[0], chosen[0])
+    d.start_adjust = adj
+    assert np.array_equal(d.train()[0], chosen[0]) and d.start_adjust is None
