@@ -4,7 +4,8 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
 (the shipped decoder) or comma-separated ``key=value`` settings:
 
 * ``gene_bias=X`` — the gene log-odds bias (shipped: 0.0);
-* ``share=X`` — share of the codon-pair score in the coding score (shipped: 0.5);
+* ``share=X`` — share of the codon-pair score in the coding score (shipped:
+  decoder.PAIR_SHARE, 0.75; 0.5 before the fourth revision);
 * ``table=prodigal`` — use Prodigal's own trained dicodon table (pyrodigal
   ``TrainingInfo.coding_statistics``) as the codon-pair score: a diagnostic, never shipped;
 * ``dc=exact`` — Prodigal's unsmoothed codon-pair estimate (log p/q, −5 where unseen, clip ±5);
@@ -49,18 +50,13 @@ Usage: ``python benchmarks/decoder_variants.py VARIANT [GENOME ...]`` where VARI
   another start of its ORF at most W bp away when that start's codon type + RBS evidence is
   higher (over so few codons the coding score is taken to say nothing); a longer start only
   when its extra bases overlap no other call;
-* ``train=prodigal`` — the start model trained as Prodigal trains its starts
-  (``train_starts_sd``, read for its rule, written anew in :func:`train_starts_prodigal`): over
-  every ORF of the genome, not only the called genes, the best start by coding part + codon
-  type + RBS, kept where that scores at least 35 nats; ten rounds of re-estimating type and RBS
-  against every candidate start; then the upstream composition counted once at those starts
-  against the genome's G+C (A and T (1 − G+C) / 2, C and G G+C / 2), unsmoothed, clipped ±4;
-* ``seed=prodigal`` — the codon-pair table counted once, as Prodigal counts its own, on the
-  genes of one programme over the GC-frame plot (the longest start of every ORF of at least
-  90 bp, scored by its length × the genome-weighted share of its codons whose most-G+C
-  position agrees with each codon position: every ORF positive, so the programme tiles the
-  genome), in Prodigal's unsmoothed estimate with the pair that ends in the stop codon left
-  out (:func:`prodigal_seed_pairs`); frozen for the training rounds;
+* ``pair_table=calls`` — the codon-pair table refitted on the called genes every training
+  round (the second revision; shipped: ``seed``, counted once on the GC-frame programme's
+  genes, ``GenomeDecoder.seed_pair_llr``);
+* ``start_training=calls`` — the start model trained over the ORFs of the called genes (the
+  second revision; shipped: ``orfs``, every ORF whose best start scores at least 35 nats,
+  ``start_model.train_start_model_orfs``). The second revision is
+  ``pair_table=calls,start_training=calls,share=0.5``;
 * ``scorer=0`` — without the cross-genome ORF scorer (heads.orf_scorer). With it (the default)
   the numbers on these genomes are in-sample for the scorer, which was fitted on them; its
   held-out effect is measured by decoder_orf_classifier.py;
@@ -161,28 +157,17 @@ class VariantDecoder(dec.GenomeDecoder):
     genome_gc: float | None = None  # read by the ``ups=gc`` start-model fit
     fixed_types: np.ndarray | None = None
 
-    prodigal_train = False
-
     def fit_starts(self, chosen):
         VariantDecoder.genome_gc = self.gc
         if self.start_thresh is not None:
             chosen = [c[self.coding_part(si)[c] >= self.start_thresh]
                       for si, c in enumerate(chosen)]
-        if self.prodigal_train:
-            self.start_model = train_starts_prodigal(self)
-        else:
-            super().fit_starts(chosen)
+        super().fit_starts(chosen)
         if self.fixed_types is not None:
             self.start_model.type_llr[:3] = self.fixed_types
 
-    seed_pairs = False
-
     def fit_coding(self, chosen):
-        if self.seed_pairs and getattr(self, "_seed_table", None) is None:
-            self._seed_table = prodigal_seed_pairs(self)
         super().fit_coding(chosen)
-        if self.seed_pairs:
-            self.fixed_pairs = self._seed_table
         if self.freeze_after_seed:
             if getattr(self, "_frozen", None) is None:
                 self._frozen = self.pair_llr
@@ -197,68 +182,6 @@ class VariantDecoder(dec.GenomeDecoder):
             s.set_codon_scores([(1 - self.share) * cm.codon_sum(b_QL, f)
                                 + self.share * cm.dicodon_codon_scores(pairs, s.kidx, s.valid, f)
                                 for f in range(3)])
-
-
-def prodigal_seed_pairs(d: dec.GenomeDecoder, min_len: int = 90) -> np.ndarray:
-    """The codon-pair table of ``seed=prodigal`` (see the module's docstring), [K]."""
-    per, bias = [], np.zeros(3)
-    for s in d.strands:
-        tot = cm.gc_frame_position(s.x)
-        li = dec._best_per_orf(s.cand, -s.cand.start.astype(np.float64), 1)
-        li = li[(s.cand.end[li] - s.cand.start[li]) >= min_len]
-        c = s.cand.take(li)
-        share = np.zeros((len(li), 3))  # of the ORF's codons, most G+C at codon position 0/1/2
-        for f in range(3):
-            m = np.flatnonzero(c.frame == f)
-            if not len(m):
-                continue
-            g = cm.gc_best_position(s.x, f, tot)
-            cum = np.zeros((len(g) + 1, 3))
-            cum[1:] = np.cumsum(np.eye(3)[g], axis=0)
-            j, k = c.j[m], np.minimum(c.k[m], len(g))
-            share[m] = (cum[k] - cum[j]) / np.maximum(k - j, 1)[:, None]
-        length = (c.end - c.start).astype(np.float64)
-        bias += (share * length[:, None]).sum(0)
-        per.append((li, share, length))
-    bias *= 3.0 / max(bias.sum(), 1e-12)
-    chosen = d._decode([(li, length * (share @ bias)) for li, share, length in per])
-    pairs = sum(cm.dicodon_counts(s.kidx, s.valid, s.cand.start[c], s.cand.end[c] - 3)
-                for s, c in zip(d.strands, chosen))
-    return prodigal_exact(pairs, d.background)
-
-
-def train_starts_prodigal(d: dec.GenomeDecoder, thresh: float = 35.0, rounds: int = 10):
-    """A start model for ``d`` trained as Prodigal's ``train_starts_sd`` trains one (see
-    ``train=prodigal`` in the module's docstring)."""
-    from genoctx.heads import start_model as sm
-
-    t = d.all_strands().starts
-    coding = d._coding_part_all()
-    w = d.params.start_weights[dec.START_PARTS.index("type")]
-    real = t.stype != sm.EDGE_START
-    type_all = np.bincount(t.stype[real], minlength=sm.NUM_TYPES).astype(float)
-    model = sm.fit_start_model(None, d._prior(), d.params.start_prior_strength)
-    best = np.zeros(0, dtype=np.int64)
-    for _ in range(rounds):
-        rbs = sm.rbs_classes(t.pres_NR, None, model.rbs_llr)
-        score = coding + w * (model.type_llr[t.stype] + model.rbs_llr[rbs])
-        best = sm.best_in_group(score, t.orf, real)
-        best = best[score[best] >= thresh]
-        if len(best) <= len(t.stype) / 2000:  # as Prodigal: too few, lower the bar
-            thresh /= 2.0
-        pwm = sm._base_counts(t.bases_NP[real]).astype(float)
-        counts = sm.StartCounts(np.bincount(t.stype[best], minlength=sm.NUM_TYPES).astype(float),
-                                type_all, np.bincount(rbs[best], minlength=sm.NUM_RBS).astype(float),
-                                np.bincount(rbs[real], minlength=sm.NUM_RBS).astype(float), pwm, pwm)
-        new = sm.fit_start_model(counts, d._prior(), d.params.start_prior_strength)
-        model = sm.StartModel(new.type_llr, new.rbs_llr, model.pwm_llr_PB)
-    pos = sm._base_counts(t.bases_NP[best])[:, :4].astype(float)
-    freq = pos / np.maximum(pos.sum(1, keepdims=True), 1.0)
-    gc = min(max(d.gc, 0.1), 0.9)
-    background = np.array([(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2])
-    pwm4 = np.clip(np.log(np.maximum(freq, 1e-12) / background), -4.0, 4.0)
-    return sm.StartModel(model.type_llr, model.rbs_llr,
-                         np.concatenate([pwm4, np.zeros((len(pwm4), 1))], axis=1))
 
 
 def tweak_close_starts(d: dec.GenomeDecoder, chosen: list[np.ndarray], window: int
@@ -384,8 +307,9 @@ def main(argv=None) -> None:
     if opts.get("dc") == "exact":
         dec.fit_dicodon = prodigal_exact  # the name GenomeDecoder.fit_coding calls
     VariantDecoder.freeze_after_seed = opts.get("seedpair") == "1"
-    VariantDecoder.prodigal_train = opts.get("train") == "prodigal"
-    VariantDecoder.seed_pairs = opts.get("seed") == "prodigal"
+    for key in ("pair_table", "start_training"):
+        if key in opts:
+            params = dataclasses.replace(params, **{key: opts[key]})
     VariantDecoder.inner = float(opts["inner"]) if "inner" in opts else None
     if "length_weight" in opts:
         dec.LENGTH_WEIGHT = float(opts["length_weight"])  # read by decoder.coding_part

@@ -74,6 +74,7 @@ from genoctx.heads.start_model import (
     rbs_classes,
     rbs_presence_many,
     train_start_model,
+    train_start_model_orfs,
 )
 
 # Gene-level features of a candidate, in the order of DecoderParams.gene_weights. "coding" is the
@@ -90,7 +91,11 @@ START_WEIGHTS = (1.0, START_WEIGHT, START_WEIGHT, UPSTREAM_SHARE * START_WEIGHT,
 SHORT_GENE = 250        # bp; start evidence of shorter genes is shrunk (gains) or stretched (losses)
 NEGATIVE_CODING = 0.5   # nats taken from a start whose coding part is negative
 LENGTH_WEIGHT = 1.5     # weight of the ORF length's log-odds in the coding part
-PAIR_SHARE = 0.5        # share of the codon-pair score in the coding score (the rest: Markov)
+PAIR_SHARE = 0.75       # share of the codon-pair score in the coding score (the rest: Markov)
+# bases in all from which the codon-pair table is the GC-frame seed's and the start model is
+# trained over every ORF (Prodigal's training); below it, or with a bank model as the prior,
+# both are fitted on the called genes (a short sequence's ORFs are too few and mostly not genes)
+PRODIGAL_TRAINING_MIN_BP = 150_000
 # A gene's log-odds: the start-choice score at its ORF's best start ("coding" + START_WEIGHT ×
 # "start"), the head's per-codon evidence, and a bias. Hand-set on the train genomes
 # (benchmarks/decoder_dev.py); decoder_fit can refit them over all FEATURES.
@@ -98,8 +103,9 @@ GENE_BIAS = 0.0
 GENE_WEIGHTS = (1.0, 0.0, START_WEIGHT, 0.0, 0.0, 0.5, GENE_BIAS)
 # p = sigmoid(a * log-odds + b), fitted on held-out calls (one species left out at a time, the
 # ORF scorer fitted without it) of five train genomes: benchmarks/decoder_orf_classifier.py.
-# Before the scorer: (0.0757, 0.5739) from decoder_dev.py --calibrate.
-CALIBRATION = (0.0868, -0.0651)
+# Before the scorer: (0.0757, 0.5739) from decoder_dev.py --calibrate; before the fourth
+# revision (seed codon-pair table, starts trained over every ORF): (0.0868, -0.0651).
+CALIBRATION = (0.0973, -0.3483)
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,12 @@ class DecoderParams:
     llr_clip: float = 4.0
     start_prior_strength: float = 50.0
     starts_per_orf: int = 4           # best starts of each ORF that enter the DP
+    # "seed": codon-pair ratios counted once on the GC-frame programme's genes (Prodigal's
+    # way); "calls": refitted on the called genes every training round (the second revision)
+    pair_table: str = "seed"
+    # "orfs": start model trained over every ORF whose best start scores >= 35 nats (Prodigal's
+    # way); "calls": over the ORFs of the called genes (the second revision)
+    start_training: str = "orfs"
     orf_scorer: bool = True           # add the cross-genome ORF scorer's view (heads.orf_scorer)
     meta_prior_bases: float = 300_000.0  # meta: coding bases the bank model weighs as
     translation_table: int = 11       # 11 or 4 (TGA = Trp: Mycoplasma); see call_genes_multi
@@ -148,6 +160,13 @@ class DecoderParams:
     gene_weights: tuple[float, ...] = GENE_WEIGHTS                # FEATURES..., bias
     calibration: tuple[float, float] = CALIBRATION                # a, b: p = sigmoid(a·x + b)
     start_prior: dict = field(default_factory=lambda: dict(_fitted.START_PRIOR))
+
+    def __post_init__(self):
+        for name, allowed in (("pair_table", ("seed", "calls")),
+                              ("start_training", ("orfs", "calls"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"DecoderParams.{name} must be one of {allowed}, "
+                                 f"got {getattr(self, name)!r}")
 
 
 # --------------------------------------------------------------------------- one strand of a contig
@@ -517,6 +536,7 @@ class GenomeDecoder:
         self.orf_adjust: list[np.ndarray] | None = None  # per strand, [N]: the ORF scorer's term
         self.start_adjust: np.ndarray | None = None  # all strands' rows, [N]: the start scorer's
         self.prior_model = None  # meta: the bank model self-trained statistics shrink towards
+        self._seed_pairs: np.ndarray | None = None  # see seed_pair_llr
         self._all: _AllStrands | None = None  # built on first use
         self._cache: dict[str, tuple] = {}    # name → (key, values); see _cached
 
@@ -559,22 +579,74 @@ class GenomeDecoder:
             per_strand.append((li, s.coding()[li]))
         return self._decode(per_strand)
 
+    def _genome_scale(self) -> bool:
+        """Whether the statistics are trained as Prodigal trains them (see
+        ``PRODIGAL_TRAINING_MIN_BP``): no bank model as the prior, and enough bases."""
+        return (self.prior_model is None
+                and sum(s.length for s in self.strands[::2]) >= PRODIGAL_TRAINING_MIN_BP)
+
+    def seed_pair_llr(self) -> np.ndarray:
+        """Codon-pair ratios counted once, as Prodigal counts its own, [K] (cached).
+
+        The genes are those of one programme over the GC-frame plot: the longest start of every
+        ORF of at least ``params.min_len`` bp, scored by its length times the genome-weighted
+        share of its codons whose most-G+C position (:func:`gc_best_position`) is each codon
+        position. Every ORF scores above zero, so the programme tiles the genome with its best
+        non-overlapping set, genes and shadows alike (Prodigal's first ``dprog``). The ratios
+        are :func:`fit_dicodon`'s (as Prodigal's estimate on a genome's counts, smoothed where
+        counts are few), with the pair that ends in the stop codon left out.
+        """
+        if self._seed_pairs is None:
+            per, bias = [], np.zeros(3)
+            for s in self.strands:
+                tot = gc_frame_position(s.x)
+                li = _best_per_orf(s.cand, -s.cand.start.astype(np.float64), 1)
+                li = li[(s.cand.end[li] - s.cand.start[li]) >= self.params.min_len]
+                c = s.cand.take(li)
+                share = np.zeros((len(li), 3))  # of each ORF's codons: most G+C at position q
+                for f in range(3):
+                    m = np.flatnonzero(c.frame == f)
+                    if not len(m):
+                        continue
+                    g = gc_best_position(s.x, f, tot)
+                    cum = np.zeros((len(g) + 1, 3))
+                    cum[1:] = np.cumsum(np.eye(3)[g], axis=0)
+                    j, k = c.j[m], np.minimum(c.k[m], len(g))
+                    share[m] = (cum[k] - cum[j]) / np.maximum(k - j, 1)[:, None]
+                length = (c.end - c.start).astype(np.float64)
+                bias += (share * length[:, None]).sum(axis=0)
+                per.append((li, share, length))
+            bias *= 3.0 / max(bias.sum(), 1e-12)
+            chosen = self._decode([(li, length * (share @ bias)) for li, share, length in per])
+            pairs = sum(dicodon_counts(s.kidx, s.valid, s.cand.start[c], s.cand.end[c] - 3)
+                        for s, c in zip(self.strands, chosen))
+            self._seed_pairs = fit_dicodon(pairs, self.background)
+        return self._seed_pairs
+
     # -- training rounds ------------------------------------------------------------------
     def fit_coding(self, chosen: list[np.ndarray]) -> None:
         """Refit the coding models on the chosen genes and rescore every codon.
 
         A codon's score blends (``PAIR_SHARE``) the Markov chain's log-likelihood ratio of its
-        bases with the codon-pair ratio of the pair it begins (Prodigal's dicodon score). On the
-        train genomes the blend chose starts better than either alone at the same gene-level
-        F1 (benchmarks/decoder_dev.py).
+        bases with the codon-pair ratio of the pair it begins (Prodigal's dicodon score). The
+        Markov chain is refitted on the chosen genes; the codon-pair ratios are the seed's
+        (:meth:`seed_pair_llr`, ``params.pair_table == "seed"``) or refitted on the chosen
+        genes too: with ``"calls"``, and always below ``PRODIGAL_TRAINING_MIN_BP`` in all or
+        when a bank model is the prior (a short sequence's tiling of ORFs is mostly not genes,
+        too small a sample to outweigh that, and where a circle was cut changes it). On the 13 train genomes the seed table with the start model
+        trained over every ORF, at a 0.75 share, gave higher F1 and start agreement than the
+        second revision's refitted table at 0.5 (benchmarks/decoder_variants.py, docs/decoder.md).
         """
         counts = sum(coding_counts(s.kidx, s.valid, s.cand.start[c], s.cand.end[c])
                      for s, c in zip(self.strands, chosen))
         self.coding_model = fit_coding_model(counts, self.background, self.params.markov_alpha,
                                              self.params.llr_clip)
-        pairs = sum(dicodon_counts(s.kidx, s.valid, s.cand.start[c], s.cand.end[c])
-                    for s, c in zip(self.strands, chosen))
-        self.pair_llr = fit_dicodon(pairs, self.background)
+        if self.params.pair_table == "seed" and self._genome_scale():
+            self.pair_llr = self.seed_pair_llr()
+        else:
+            pairs = sum(dicodon_counts(s.kidx, s.valid, s.cand.start[c], s.cand.end[c])
+                        for s, c in zip(self.strands, chosen))
+            self.pair_llr = fit_dicodon(pairs, self.background)
         if self.prior_model is not None:
             w, m = self._prior_share(chosen), self.prior_model
             self.coding_model = CodingModel(
@@ -607,15 +679,23 @@ class GenomeDecoder:
         self._score_codons()
 
     def fit_starts(self, chosen: list[np.ndarray]) -> None:
-        """Self-train the start model on the ORFs of the chosen genes (their starts may move)."""
+        """Self-train the start model: over every ORF of the genome whose best start scores
+        well (``params.start_training == "orfs"``, :func:`train_start_model_orfs`, on genomes
+        of at least ``PRODIGAL_TRAINING_MIN_BP`` without a bank model), or over the ORFs of the
+        chosen genes (``"calls"``, and always otherwise; their starts may move)."""
         a = self.all_strands()
-        rows = np.concatenate([c + o for c, o in zip(chosen, a.off[:-1].tolist())])
-        train = np.isin(a.cand.orf, a.cand.orf[rows])
         sw = self.params.start_weights
-        self.start_model = train_start_model([a.starts], [self._coding_part_all()], [train],
-                                             sw[START_PARTS.index("type")],
-                                             strength=self.params.start_prior_strength,
-                                             prior=self._prior())
+        if self.params.start_training == "orfs" and self._genome_scale():
+            self.start_model = train_start_model_orfs(
+                a.starts, self._coding_part_all(), sw[START_PARTS.index("type")], self.gc,
+                strength=self.params.start_prior_strength, prior=self._prior())
+        else:
+            rows = np.concatenate([c + o for c, o in zip(chosen, a.off[:-1].tolist())])
+            train = np.isin(a.cand.orf, a.cand.orf[rows])
+            self.start_model = train_start_model([a.starts], [self._coding_part_all()], [train],
+                                                 sw[START_PARTS.index("type")],
+                                                 strength=self.params.start_prior_strength,
+                                                 prior=self._prior())
         if self.prior_model is not None:
             w, m, sm = self._prior_share(chosen), self.prior_model, self.start_model
             self.start_model = StartModel(*(w * getattr(sm, f) + (1.0 - w) * getattr(m, f)

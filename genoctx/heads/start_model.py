@@ -357,6 +357,60 @@ def train_start_model(tables: list[StartTable], coding: list[np.ndarray],
     return StartModel(model.type_llr, model.rbs_llr, pwm)
 
 
+ORF_START_THRESHOLD = 35.0  # nats: an ORF's best start trains the start model from this score
+
+
+def train_start_model_orfs(table: StartTable, coding: np.ndarray, weight: float, gc: float, *,
+                           rounds: int = 10, threshold: float = ORF_START_THRESHOLD,
+                           strength: float = 50.0, prior: StartCounts | None = None
+                           ) -> StartModel:
+    """Self-train the start model over every ORF of the genome, as Prodigal trains its starts
+    (its ``train_starts_sd``, read for the rule and written anew).
+
+    In every ORF the best start under ``coding`` + ``weight`` × (codon type + RBS) is taken as
+    real where it scores at least ``threshold`` nats (halved, as Prodigal does, while at most
+    one in 2,000 candidates passes); codon type and RBS are re-estimated from those starts
+    against every candidate start, ``rounds`` times (smoothed as :func:`fit_start_model`).
+    The upstream composition is then counted once at the final starts against the genome's
+    G+C (A and T (1 − G+C) / 2 each, C and G G+C / 2), with one pseudo-count spread the same
+    way at each position, so a genome's upstream bases are scored against its composition and
+    not against the bases upstream of every candidate (most of them inside genes).
+
+    Args:
+        table: start features of every candidate (all strands, ORF keys distinct).
+        coding: each candidate's coding part of the start-choice score (nats), [N].
+        weight: weight of the type and RBS LLRs against the coding part.
+        gc: the genome's G+C (clipped to 0.1 … 0.9, as Prodigal's background).
+    """
+    model = fit_start_model(None, prior, strength)
+    real = table.stype != EDGE_START
+    if not real.any():
+        return model
+    type_all = np.bincount(table.stype[real], minlength=NUM_TYPES).astype(np.float64)
+    pwm_all = _base_counts(table.bases_NP[real]).astype(np.float64)
+    best = np.zeros(0, dtype=np.int64)
+    for _ in range(rounds):
+        rbs = rbs_classes(table.pres_NR, None, model.rbs_llr)
+        score = coding + weight * (model.type_llr[table.stype] + model.rbs_llr[rbs])
+        best = best_in_group(score, table.orf, real)
+        best = best[score[best] >= threshold]
+        if len(best) * 2000 <= len(table.stype):
+            threshold /= 2.0
+        counts = StartCounts(
+            np.bincount(table.stype[best], minlength=NUM_TYPES).astype(np.float64), type_all,
+            np.bincount(rbs[best], minlength=NUM_RBS).astype(np.float64),
+            np.bincount(rbs[real], minlength=NUM_RBS).astype(np.float64), pwm_all, pwm_all)
+        new = fit_start_model(counts, prior, strength)
+        model = StartModel(new.type_llr, new.rbs_llr, model.pwm_llr_PB)
+    g = min(max(gc, 0.1), 0.9)
+    background = np.array([(1.0 - g) / 2.0, g / 2.0, g / 2.0, (1.0 - g) / 2.0])
+    pos = _base_counts(table.bases_NP[best])[:, :4].astype(np.float64)
+    freq = (pos + background) / (pos.sum(axis=1, keepdims=True) + 1.0)
+    pwm = np.clip(np.log(freq / background), -LLR_CLIP, LLR_CLIP)
+    return StartModel(model.type_llr, model.rbs_llr,
+                      np.concatenate([pwm, np.zeros((len(pwm), 1))], axis=1))
+
+
 def _base_counts(bases_NP: np.ndarray) -> np.ndarray:
     """Counts of each base (and N) at each position, [P, 5] (one position at a time, so no
     [N, P] temporary)."""
