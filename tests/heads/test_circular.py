@@ -35,7 +35,7 @@ def pcp1(example_fasta):
     fa = FastaFile(example_fasta)
     (name, n), = fa.lengths.items()
     seq = fa.fetch(name, 0, n)
-    calls = call_genes_multi([(name, seq)], closed=True)
+    calls = call_genes_multi([(name, seq)], circular=True)  # the circle from its own origin
     # the origin moved into the middle of the longest gene
     g = max(calls, key=lambda g: g.end - g.start)
     cut = (g.start + g.end) // 2
@@ -54,7 +54,7 @@ def test_decoding_as_a_circle_does_not_depend_on_the_origin(pcp1):
     n = len(seq)
     turned = seq[cut:] + seq[:cut]
     ring = call_genes_multi([(name, turned)], circular=True)
-    assert _moved(ring, cut, n) == sorted((g.start, g.end, g.strand) for g in calls)
+    assert _moved(ring, cut, n) == _moved(calls, 0, n)
     across = [g for g in ring if g.end > n]
     assert len(across) == 1 and across[0].start < n
     assert not any(g.partial[0] or g.partial[1] for g in ring)
@@ -80,9 +80,16 @@ def test_decoding_as_a_circle_does_not_depend_on_the_origin(pcp1):
 
 def test_a_circle_without_a_gene_across_its_origin_decodes_as_before(pcp1):
     name, seq, calls, _ = pcp1
-    ring = call_genes_multi([(name, seq)], circular=True)
+    n = len(seq)
+    # the origin moved into the widest stretch no gene of the circle covers
+    cut = gap_middle([(g.start, g.end) for g in calls] +
+                     [(g.start - n, g.end - n) for g in calls], 0, n)
+    turned = seq[cut:] + seq[:cut]
+    ring = call_genes_multi([(name, turned)], circular=True)
+    line = call_genes_multi([(name, turned)], closed=True)
     assert [(g.start, g.end, g.strand, g.score) for g in ring] == \
-        [(g.start, g.end, g.strand, g.score) for g in calls]
+        [(g.start, g.end, g.strand, g.score) for g in line]
+    assert _moved(ring, cut, n) == _moved(calls, 0, n)
 
 
 def test_gap_middle_is_the_middle_of_the_widest_uncovered_stretch():
@@ -168,7 +175,7 @@ def test_annotate_circular_cli(tmp_path, cli, pcp1, example_fasta):
     code, _, err = cli(["annotate", turned, "--model", "none", "--circular", "--quiet",
                         "--formats", "gff3,faa", "--out", tmp_path / "ring"])
     assert code == 0, err
-    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--closed", "--quiet",
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--circular", "--quiet",
                         "--formats", "faa", "--out", tmp_path / "plain"])
     assert code == 0, err
     # the proteins of a circle do not depend on where its sequence starts
@@ -403,7 +410,7 @@ def test_model_tracks_wrap_across_the_origin(tmp_path, pcp1, example_fasta):
     n = len(seq)
     turned = tmp_path / "turned.fa"
     turned.write_bytes(b">%s\n%s\n" % (name.encode(), seq[cut:] + seq[:cut]))
-    kw = dict(quiet=True, rna="none")
+    kw = {"quiet": True, "rna": "none"}
     plain = annotate_fasta(example_fasta, **kw).tracks[0]
     ring = annotate_fasta(turned, circular=True, **kw).tracks[0]
     line = annotate_fasta(turned, **kw).tracks[0]
