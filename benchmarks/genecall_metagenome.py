@@ -8,7 +8,8 @@ and the contigs of all genomes are given together, as a user would give an assem
   the bank (``call_bacterial(..., procedure="meta")``, what ``genoctx annotate --model none
   -p meta`` writes), with 1 worker process and with one per available core;
 * genoctx single — ``--procedure single``: statistics self-trained on all contigs together, as
-  if they were one genome (what ``auto`` does with this much sequence; wrong for a mixture);
+  if they were one genome (wrong for a mixture; ``auto`` takes meta when the records' G+C
+  says they are one, :func:`genoctx.heads.decoder.is_mixture`, as it does for these two);
 * Prodigal meta — pyrodigal ``meta=True`` (``prodigal -p meta``), the usual tool here;
 * Prodigal single — pyrodigal trained on all contigs together.
 

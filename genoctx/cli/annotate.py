@@ -65,7 +65,8 @@ def annotate(
     procedure: str = typer.Option("auto", "--procedure", "-p", help="Gene statistics: single "
                                   "(self-trained on all records together), meta (each record "
                                   "from the best pre-trained model of the bank, then adapted) or "
-                                  "auto (meta under 150 kb in all, else single)."),
+                                  "auto (meta under 150 kb in all or when the records' G+C "
+                                  "says they are of different organisms, else single)."),
     translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "
                                           "of the genes: 11 (bacteria, archaea) or 4 (TGA = Trp: "
                                           "Mycoplasma, Spiroplasma, Ureaplasma)."),

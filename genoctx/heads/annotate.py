@@ -25,9 +25,11 @@ from genoctx.heads import classes
 from genoctx.heads.decoder import (
     META_MAX_BP,
     DecoderParams,
+    auto_procedure,
     call_genes_multi,
     check_options,
     circular_names,
+    is_mixture,
 )
 from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
@@ -222,7 +224,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     covers its sequence is closed and its genes may cross the origin (end past the sequence's
     length; prokaryote mode); a region of it is a line whose ends stay open. ``closed`` applies
     to the other sequences. ``note`` (a callable taking one line) is told, before the model
-    runs, when it runs on the CPU over a large input for the probability tracks alone.
+    runs, when it runs on the CPU over a large input for the probability tracks alone, and
+    before decoding, when ``procedure="auto"`` takes the records for a mixture of organisms
+    (:func:`genoctx.heads.decoder.is_mixture`) and decodes each on its own.
     ``background_genes``: when the gene calls do not read the model's probabilities (prokaryote
     mode with the shipped decoder weights) and the model runs for the tracks, decode genes and
     find RNA genes in a process of their own while the model runs. None (default) does so when
@@ -341,7 +345,14 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
             return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
 
-        per_record = procedure == "meta" or (procedure == "auto" and total < META_MAX_BP)
+        per_record = (procedure if procedure != "auto" else auto_procedure(records)) == "meta"
+        groups = (is_mixture(records) if procedure == "auto" and total >= META_MAX_BP
+                  else None)
+        if groups and note is not None:
+            note(f"note: the records' G+C falls in two groups ({groups[0]:.0%} and "
+                 f"{groups[1]:.0%}; the smaller holds {groups[2]:.0%} of the bases), as in a "
+                 "metagenome: each record is decoded on its own from the pre-trained models "
+                 "(as -p meta); -p single self-trains on all records together")
         if future is not None:
             with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
                 genes, found = future.result()

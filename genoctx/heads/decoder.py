@@ -94,8 +94,10 @@ LENGTH_WEIGHT = 1.5     # weight of the ORF length's log-odds in the coding part
 PAIR_SHARE = 0.75       # share of the codon-pair score in the coding score (the rest: Markov)
 # bases in all from which the codon-pair table is the GC-frame seed's and the start model is
 # trained over every ORF (Prodigal's training); below it, or with a bank model as the prior,
-# both are fitted on the called genes (a short sequence's ORFs are too few and mostly not genes)
-PRODIGAL_TRAINING_MIN_BP = 150_000
+# both are fitted on the called genes (a short sequence's ORFs are too few and mostly not genes).
+# Set on windows of 6 train genomes self-trained alone: Prodigal's training lost F1 and start
+# agreement at 200 and 250 kb and gained from 300 kb (docs/decoder.md)
+PRODIGAL_TRAINING_MIN_BP = 300_000
 # A gene's log-odds: the start-choice score at its ORF's best start ("coding" + START_WEIGHT ×
 # "start"), the head's per-codon evidence, and a bias. Hand-set on the train genomes
 # (benchmarks/decoder_dev.py); decoder_fit can refit them over all FEATURES.
@@ -982,6 +984,57 @@ PROCEDURES = ("auto", "single", "meta")
 # train genomes (benchmarks/genecall_regions.py --held-out), bank-seeded training gains on
 # windows up to 100 kb and self-training alone is as good from 200 kb.
 META_MAX_BP = 150_000
+# auto: records whose G+C falls in two groups this far apart, the smaller holding at least this
+# share of the bases, are a mixture of organisms (a metagenome) and start from the bank one by
+# one. Over the 15 genomes of the data root cut into 10-kb and 2-kb contigs, no single genome's
+# contigs split wider than 0.087 (N. meningitidis MC58, 2 kb); mixtures of two train genomes
+# split 0.13-0.29 apart, and on those self-training on all together lost to meta
+# (benchmarks/genecall_metagenome.py --genomes, docs/results.md).
+MIXTURE_GC_GAP = 0.11
+MIXTURE_MIN_SHARE = 0.10
+MIXTURE_MIN_RECORD = 1_000  # bp; shorter records' G+C is too noisy to count
+
+
+def gc_groups(records: list[tuple[str, bytes]]) -> tuple[float, float, float] | None:
+    """The best split of the records into two groups by G+C: (G+C of the lower group, of the
+    higher, share of the bases in the smaller), weighted by length (least squares, as
+    one-dimensional 2-means); None for fewer than two records of at least
+    ``MIXTURE_MIN_RECORD`` bases."""
+    gc, n = [], []
+    for _, seq in records:
+        at = seq.count(b"A") + seq.count(b"T") + seq.count(b"a") + seq.count(b"t")
+        g = seq.count(b"G") + seq.count(b"C") + seq.count(b"g") + seq.count(b"c")
+        if at + g >= MIXTURE_MIN_RECORD:
+            gc.append(g / (at + g))
+            n.append(at + g)
+    if len(gc) < 2:
+        return None
+    order = np.argsort(gc, kind="stable")
+    x, w = np.asarray(gc)[order], np.asarray(n, dtype=np.float64)[order]
+    cw, cx, cxx = np.cumsum(w), np.cumsum(w * x), np.cumsum(w * x * x)
+    lw, lx, lxx = cw[:-1], cx[:-1], cxx[:-1]  # split after position i
+    rw, rx, rxx = cw[-1] - lw, cx[-1] - lx, cxx[-1] - lxx
+    sse = (lxx - lx * lx / lw) + (rxx - rx * rx / rw)
+    i = int(np.argmin(sse))
+    return float(lx[i] / lw[i]), float(rx[i] / rw[i]), float(min(lw[i], rw[i]) / cw[-1])
+
+
+def is_mixture(records: list[tuple[str, bytes]]) -> tuple[float, float, float] | None:
+    """:func:`gc_groups` when they say the records are of different organisms (groups at
+    least ``MIXTURE_GC_GAP`` apart, the smaller at least ``MIXTURE_MIN_SHARE`` of the bases),
+    else None."""
+    groups = gc_groups(records)
+    if groups is None or groups[1] - groups[0] < MIXTURE_GC_GAP or groups[2] < MIXTURE_MIN_SHARE:
+        return None
+    return groups
+
+
+def auto_procedure(records: list[tuple[str, bytes]]) -> str:
+    """What ``procedure="auto"`` decodes ``records`` with: ``meta`` under ``META_MAX_BP``
+    bases in all or for a mixture of organisms (:func:`is_mixture`), else ``single``."""
+    if sum(len(s) for _, s in records) < META_MAX_BP or is_mixture(records):
+        return "meta"
+    return "single"
 
 
 def check_options(procedure: str, translation_table: int) -> None:
@@ -1018,7 +1071,8 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
             best-scoring pre-trained model of the bank (:mod:`genoctx.heads.meta_models`,
             :meth:`GenomeDecoder.train_meta`; each call's ``attrs["model"]`` names it);
             ``auto`` (default) is ``meta`` when the records hold under ``META_MAX_BP`` bases
-            in all, else ``single``.
+            in all or their G+C says they are of different organisms (:func:`is_mixture`),
+            else ``single`` (:func:`auto_procedure`).
         bank: pre-trained models for ``meta`` (default: the shipped bank).
         progress: optional callable given the bases of each record as ``meta`` finishes it.
         workers: processes that decode records side by side under ``meta`` (each record is
@@ -1040,7 +1094,7 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
     if not records:
         return []
     if procedure == "auto":
-        procedure = "meta" if sum(len(s) for _, s in records) < META_MAX_BP else "single"
+        procedure = auto_procedure(records)
     if workers < 1:
         raise InputError(f"workers must be at least 1, got {workers}")
     ring = circular_names([c for c, _ in records], circular)

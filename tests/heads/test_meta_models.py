@@ -12,10 +12,15 @@ from genoctx.eval.metrics import gene_metrics
 from genoctx.heads import meta_models as mm
 from genoctx.heads.decoder import (
     META_MAX_BP,
+    MIXTURE_GC_GAP,
     DecoderParams,
     GenomeDecoder,
+    auto_procedure,
     call_genes_multi,
+    gc_groups,
+    is_mixture,
 )
+from genoctx.io.annotation import read_sequences_genbank
 
 BMEL = "genomes/bacteria/Brucella_melitensis_16M.gbff.gz"
 
@@ -218,3 +223,64 @@ def test_no_process_pool_falls_back_to_decoding_in_turn(bmel, monkeypatch):
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
     assert call_genes_multi(recs, procedure="meta", workers=4) == want
+
+
+def _contigs(data_root, name, n, size=10_000, tag=""):
+    """``n`` contigs of ``size`` bp spread over the longest record of a real genome."""
+    seq = max((s for _, s in read_sequences_genbank(
+        data_root / f"genomes/bacteria/{name}.gbff.gz")), key=len)
+    step = (len(seq) - size) // n
+    return [(f"{tag}{i}", seq[i * step:i * step + size]) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def mixture(data_root):
+    """Contigs of a low- and a high-G+C train genome (39% and 67%) in one input, 400 kb."""
+    low = _contigs(data_root, "Streptococcus_pyogenes_MGAS315", 20, tag="spy")
+    high = _contigs(data_root, "Paracoccus_sp._SCN_68-21", 20, tag="par")
+    return low, high
+
+
+def test_gc_groups_tell_a_mixture_from_one_genome(mixture, data_root):
+    low, high = mixture
+    lo, hi, share = gc_groups(low + high)
+    assert lo == pytest.approx(0.385, abs=0.01) and hi == pytest.approx(0.67, abs=0.01)
+    assert share == pytest.approx(0.5, abs=1e-3) and is_mixture(high + low) == gc_groups(low + high)
+    assert is_mixture(low + high[:1]) is None  # the smaller group under MIXTURE_MIN_SHARE
+    # one genome's contigs, islands and all, do not split that far (E. coli: 0.06)
+    eco = _contigs(data_root, "Escherichia_coli_K12_MG1655", 60)
+    lo, hi, _ = gc_groups(eco)
+    assert 0 < hi - lo < MIXTURE_GC_GAP and is_mixture(eco) is None
+    assert auto_procedure(eco) == "single" and auto_procedure(low + high) == "meta"
+    # records under 1 kb do not count; fewer than two that do: no groups
+    assert gc_groups(low[:1] + [("s", b"GGGCCC" * 100)]) is None
+    assert gc_groups([("n", b"N" * 5000), ("a", low[0][1])]) is None
+
+
+def test_auto_decodes_a_mixture_record_by_record(mixture):
+    low, high = mixture
+    recs = low + high
+    assert sum(len(s) for _, s in recs) > META_MAX_BP
+    auto = call_genes_multi(recs)
+    meta = call_genes_multi(recs, procedure="meta")
+    key = [(g.contig, g.start, g.end, g.strand, g.score) for g in auto]
+    assert key == [(g.contig, g.start, g.end, g.strand, g.score) for g in meta]
+    assert auto and all("model" in g.attrs for g in auto)
+    # each group's contigs are started from a model of its own composition
+    gc = {m.name: m.gc for m in mm.default_bank()}
+    for g in auto:
+        assert (gc[g.attrs["model"]] < 0.5) == g.contig.startswith("spy")
+
+
+def test_annotate_notes_a_mixture(mixture, tmp_path, cli):
+    low, high = mixture
+    fa = tmp_path / "mix.fa"
+    fa.write_bytes(b"".join(b">%s\n%s\n" % (c.encode(), s) for c, s in low + high))
+    code, _, err = cli(["annotate", fa, "--model", "none", "--rna", "none", "--formats", "gff3",
+                        "--out", tmp_path / "auto"])
+    assert code == 0, err
+    assert "G+C falls in two groups (39% and 67%" in err and "as -p meta" in err
+    code, _, err = cli(["annotate", fa, "--model", "none", "--rna", "none", "--formats", "gff3",
+                        "-p", "single", "--out", tmp_path / "single"])
+    assert code == 0, err
+    assert "two groups" not in err

@@ -1,0 +1,114 @@
+"""Mixtures of organisms in one input: how ``--procedure auto`` tells them, and what it gains.
+
+Self-training (``single``) learns one set of statistics from all records, right for one genome
+and wrong for a metagenome, whose contigs come from organisms of different composition. ``auto``
+decodes records one by one from the bank (``meta``) when their G+C falls in two groups at least
+``MIXTURE_GC_GAP`` apart, the smaller holding at least ``MIXTURE_MIN_SHARE`` of the bases
+(:func:`genoctx.heads.decoder.is_mixture`). Two tables, on train genomes only:
+
+* each genome alone, whole and cut into 10-kb and 2-kb contigs: the widest G+C split of its
+  records (none may count as a mixture);
+* every pair of genera of the development genomes, ``--contigs`` contigs of ``--size`` bp of
+  each (as genecall_metagenome.py): the split, what ``auto`` chose, and gene F1 of ``single``,
+  ``meta`` and ``auto`` (truth and matching as in genecall_fragments.py).
+
+Run: ``python benchmarks/genecall_mixtures.py [--size 10000] [--contigs 100] [--no-write]``
+(writes the ``genecall-mixtures`` section of docs/benchmarks.md; about 5 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+# Put this folder last on the path: a sibling script named like a stdlib module (tokenize.py)
+# must not shadow the standard library.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
+
+from _report import machine, md_table, write_section
+from genecall import parser
+from genecall_fragments import fragment
+from genecall_metagenome import mock_metagenome
+from genecall_regions import TRAIN_DEV
+
+from genoctx.eval.metrics import gene_metrics
+from genoctx.heads.annotate import call_bacterial
+from genoctx.heads.decoder import (
+    MIXTURE_GC_GAP,
+    MIXTURE_MIN_SHARE,
+    auto_procedure,
+    gc_groups,
+    is_mixture,
+)
+from genoctx.io.annotation import read_sequences_genbank
+from genoctx.io.dataroot import load_manifest, resolve_data_root
+
+
+def _name(rel: str) -> str:
+    return Path(rel).name.split(".gbff")[0]
+
+
+def main(argv=None) -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--size", type=int, default=10_000)
+    ap.add_argument("--contigs", type=int, default=100, help="contigs per genome")
+    args = ap.parse_args(argv)
+    root = resolve_data_root(args.data_root)
+    manifest = load_manifest(root)
+    train = sorted(rel for rel, e in manifest.items()
+                   if e.role == "train" and rel.startswith("genomes/bacteria/")
+                   and rel.endswith(".gbff.gz"))
+
+    alone = []
+    for rel in train:
+        records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
+        for size in (None, 10_000, 2_000):
+            cut = records if size is None else fragment(records, [], size)[0]
+            g = gc_groups(cut)
+            row = [_name(rel), "whole" if size is None else f"{size:,}", len(cut),
+                   "-" if g is None else f"{g[0]:.3f} / {g[1]:.3f}",
+                   "-" if g is None else f"{g[1] - g[0]:.3f}",
+                   "-" if g is None else f"{g[2]:.3f}", "yes" if is_mixture(cut) else "no"]
+            print("\t".join(map(str, row)), flush=True)
+            alone.append(row)
+
+    pairs = []
+    for a, b in itertools.combinations(TRAIN_DEV, 2):
+        contigs, truth = mock_metagenome(root, [a, b], args.size, args.contigs)
+        g = gc_groups(contigs)
+        f1 = {}
+        for proc in ("single", "meta"):
+            calls = call_bacterial(contigs, procedure=proc)[0]
+            f1[proc] = gene_metrics([c for c in calls if not c.partial[1]], truth).f1
+        chosen = auto_procedure(contigs)
+        row = [f"{_name(a)} + {_name(b)}", f"{g[0]:.3f} / {g[1]:.3f}", f"{g[1] - g[0]:.3f}",
+               f"{g[2]:.3f}", chosen, f"{f1['single']:.4f}", f"{f1['meta']:.4f}",
+               f"{f1[chosen]:.4f}"]
+        print("\t".join(map(str, row)), flush=True)
+        pairs.append(row)
+
+    body = (
+        "## Mixtures of organisms: what `--procedure auto` does with them\n\n"
+        f"Command: `python benchmarks/genecall_mixtures.py --size {args.size} "
+        f"--contigs {args.contigs}`\n\n"
+        f"Machine: {machine()}\n\n"
+        "G+C groups = the least-squares split of the records into two by G+C (length-weighted; "
+        f"records of 1 kb and more). A mixture: groups at least {MIXTURE_GC_GAP} apart, the "
+        f"smaller holding at least {MIXTURE_MIN_SHARE} of the bases; `auto` then decodes each "
+        "record from the bank (meta), else self-trains on all together (single) from 150 kb in "
+        "all. Train genomes only.\n\n"
+        "Each train genome alone (none may read as a mixture):\n\n"
+        + md_table(["genome", "contigs of", "records", "G+C groups", "gap", "smaller share",
+                    "mixture"], alone)
+        + f"\n\nTwo development genomes mixed, {args.contigs} contigs of {args.size:,} bp of "
+        "each; gene F1 (contig + strand + stop; calls off a contig's 3' end left out):\n\n"
+        + md_table(["genomes", "G+C groups", "gap", "smaller share", "auto chose", "F1 single",
+                    "F1 meta", "F1 auto"], pairs))
+    if not args.no_write:
+        write_section("genecall-mixtures", body)
+
+
+if __name__ == "__main__":
+    main()
