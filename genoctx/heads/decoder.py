@@ -539,6 +539,7 @@ class GenomeDecoder:
         self.start_adjust: np.ndarray | None = None  # all strands' rows, [N]: the start scorer's
         self.prior_model = None  # meta: the bank model self-trained statistics shrink towards
         self._seed_pairs: np.ndarray | None = None  # see seed_pair_llr
+        self._gc_pos: list[list[np.ndarray]] | None = None  # see gc_positions
         self._all: _AllStrands | None = None  # built on first use
         self._cache: dict[str, tuple] = {}    # name → (key, values); see _cached
 
@@ -552,12 +553,18 @@ class GenomeDecoder:
         return prior if prior.matches_layout() else None
 
     # -- seed -----------------------------------------------------------------------------
+    def gc_positions(self) -> list[list[np.ndarray]]:
+        """Per strand, per frame: :func:`gc_best_position` of every codon (cached)."""
+        if self._gc_pos is None:
+            self._gc_pos = []
+            for s in self.strands:
+                tot = gc_frame_position(s.x)
+                self._gc_pos.append([gc_best_position(s.x, f, tot) for f in range(3)])
+        return self._gc_pos
+
     def seed(self) -> list[np.ndarray]:
         """First training genes from the GC frame bias: chosen candidate indices per strand."""
-        gcpos = []
-        for s in self.strands:
-            tot = gc_frame_position(s.x)
-            gcpos.append([gc_best_position(s.x, f, tot) for f in range(3)])
+        gcpos = self.gc_positions()
         counts = np.zeros(3)
         longest = []
         for s, gp in zip(self.strands, gcpos):
@@ -600,8 +607,7 @@ class GenomeDecoder:
         """
         if self._seed_pairs is None:
             per, bias = [], np.zeros(3)
-            for s in self.strands:
-                tot = gc_frame_position(s.x)
+            for s, gp in zip(self.strands, self.gc_positions()):
                 li = _best_per_orf(s.cand, -s.cand.start.astype(np.float64), 1)
                 li = li[(s.cand.end[li] - s.cand.start[li]) >= self.params.min_len]
                 c = s.cand.take(li)
@@ -610,11 +616,13 @@ class GenomeDecoder:
                     m = np.flatnonzero(c.frame == f)
                     if not len(m):
                         continue
-                    g = gc_best_position(s.x, f, tot)
-                    cum = np.zeros((len(g) + 1, 3))
-                    cum[1:] = np.cumsum(np.eye(3)[g], axis=0)
+                    g = gp[f]
                     j, k = c.j[m], np.minimum(c.k[m], len(g))
-                    share[m] = (cum[k] - cum[j]) / np.maximum(k - j, 1)[:, None]
+                    span = np.maximum(k - j, 1)
+                    cum = np.zeros(len(g) + 1, dtype=np.int32)
+                    for q in range(3):  # codons of [j, k) whose most-G+C position is q
+                        np.cumsum(g == q, dtype=np.int32, out=cum[1:])
+                        share[m, q] = (cum[k] - cum[j]) / span
                 length = (c.end - c.start).astype(np.float64)
                 bias += (share * length[:, None]).sum(axis=0)
                 per.append((li, share, length))

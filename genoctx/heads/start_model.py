@@ -146,6 +146,21 @@ def rbs_classes(pres_NR: np.ndarray, starts: np.ndarray, weights: np.ndarray) ->
     return order[np.argmax(pres_NR[:, order], axis=1)].astype(np.int8)
 
 
+def presence_patterns(pres_NR: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``pres_NR`` and, for each start, the index of its row: a training
+    loop then finds RBS classes as ``rbs_classes(rows, None, w)[index]``, the same classes
+    over a few hundred rows instead of every candidate start."""
+    packed = np.packbits(np.asarray(pres_NR, dtype=bool), axis=1)
+    wide = np.zeros((len(packed), 8), dtype=np.uint8)
+    if packed.shape[1] > 8:  # more than 64 classes: rows as they are
+        rows, index = np.unique(pres_NR, axis=0, return_inverse=True)
+        return rows, index.ravel()
+    wide[:, :packed.shape[1]] = packed
+    _, first, index = np.unique(wide.view(np.uint64).ravel(), return_index=True,
+                                return_inverse=True)
+    return pres_NR[first], index.ravel()
+
+
 def pwm_bases(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Bases at :data:`PWM_OFFSETS` around each start (4 where outside or not ACGT), [N, P]."""
     pos_NP = starts[:, None] + PWM_OFFSETS[None, :]
@@ -334,8 +349,9 @@ def train_start_model(tables: list[StartTable], coding: list[np.ndarray],
     type_all = sum(np.bincount(t.stype[r], minlength=NUM_TYPES) for t, r in zip(tables, real))
     pwm_all = sum(_base_counts(t.bases_NP[r]) for t, r in zip(tables, real))
     best: list[np.ndarray] = []
+    patterns = [presence_patterns(t.pres_NR) for t in tables]
     for it in range(iters + 1):
-        rbs = [rbs_classes(t.pres_NR, None, model.rbs_llr) for t in tables]
+        rbs = [rbs_classes(rows, None, model.rbs_llr)[index] for rows, index in patterns]
         best = []
         for t, c, m, r, ok in zip(tables, coding, train_orfs, rbs, real):
             score = c + weight * (model.type_llr[t.stype] + model.rbs_llr[r])
@@ -389,8 +405,9 @@ def train_start_model_orfs(table: StartTable, coding: np.ndarray, weight: float,
     type_all = np.bincount(table.stype[real], minlength=NUM_TYPES).astype(np.float64)
     pwm_all = _base_counts(table.bases_NP[real]).astype(np.float64)
     best = np.zeros(0, dtype=np.int64)
+    rows, index = presence_patterns(table.pres_NR)
     for _ in range(rounds):
-        rbs = rbs_classes(table.pres_NR, None, model.rbs_llr)
+        rbs = rbs_classes(rows, None, model.rbs_llr)[index]
         score = coding + weight * (model.type_llr[table.stype] + model.rbs_llr[rbs])
         best = best_in_group(score, table.orf, real)
         best = best[score[best] >= threshold]

@@ -91,6 +91,23 @@ def test_rbs_class_is_the_present_class_of_highest_weight():
         np.testing.assert_array_equal(sm.rbs_classes(pres, None, weights), want)
 
 
+def test_presence_patterns_give_the_same_rbs_classes():
+    rng = np.random.default_rng(5)
+    pres = rng.random((5000, sm.NUM_RBS)) < 0.1
+    pres[:, 0] = True
+    rows, index = sm.presence_patterns(pres)
+    assert len(rows) < len(pres) and rows.dtype == pres.dtype
+    np.testing.assert_array_equal(rows[index], pres)
+    for weights in (sm.initial_rbs_weights(), rng.normal(size=sm.NUM_RBS)):
+        np.testing.assert_array_equal(sm.rbs_classes(rows, None, weights)[index],
+                                      sm.rbs_classes(pres, None, weights))
+    wide = rng.random((300, 70)) < 0.5  # more than 64 classes: rows compared whole
+    rows, index = sm.presence_patterns(wide)
+    np.testing.assert_array_equal(rows[index], wide)
+    rows, index = sm.presence_patterns(pres[:0])
+    assert len(rows) == 0 and len(index) == 0
+
+
 def test_strand_groups():
     assert orfs.strand_groups([]) == []
     assert orfs.strand_groups([5, 5, 5, 20, 1, 0, 9], limit=10) == [
