@@ -994,10 +994,10 @@ PROCEDURES = ("auto", "single", "meta")
 META_MAX_BP = 150_000
 # auto: records whose G+C falls in two groups this far apart, the smaller holding at least this
 # share of the bases, are a mixture of organisms (a metagenome) and start from the bank one by
-# one. Over the 15 genomes of the data root cut into 10-kb and 2-kb contigs, no single genome's
-# contigs split wider than 0.087 (N. meningitidis MC58, 2 kb); mixtures of two train genomes
-# split 0.13-0.29 apart, and on those self-training on all together lost to meta
-# (benchmarks/genecall_metagenome.py --genomes, docs/results.md).
+# one. Set on train genomes (benchmarks/genecall_mixtures.py, docs/decoder.md): cut into
+# 10-kb and 2-kb contigs, no genome's contigs split wider than 0.087 (N. meningitidis MC58,
+# 2 kb); of 15 pairs of genomes mixed, all 7 that split 0.13-0.29 apart lost F1 self-trained
+# together against meta (by 0.001-0.31).
 MIXTURE_GC_GAP = 0.11
 MIXTURE_MIN_SHARE = 0.10
 MIXTURE_MIN_RECORD = 1_000  # bp; shorter records' G+C is too noisy to count

@@ -151,10 +151,10 @@ def presence_patterns(pres_NR: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     loop then finds RBS classes as ``rbs_classes(rows, None, w)[index]``, the same classes
     over a few hundred rows instead of every candidate start."""
     packed = np.packbits(np.asarray(pres_NR, dtype=bool), axis=1)
-    wide = np.zeros((len(packed), 8), dtype=np.uint8)
     if packed.shape[1] > 8:  # more than 64 classes: rows as they are
         rows, index = np.unique(pres_NR, axis=0, return_inverse=True)
         return rows, index.ravel()
+    wide = np.zeros((len(packed), 8), dtype=np.uint8)  # each row's bits as one 64-bit key
     wide[:, :packed.shape[1]] = packed
     _, first, index = np.unique(wide.view(np.uint64).ravel(), return_index=True,
                                 return_inverse=True)
