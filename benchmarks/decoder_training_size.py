@@ -33,8 +33,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(
 import numpy as np
 from _report import machine, md_table, write_section
 from genecall import parser
-from genecall_fragments import fragment
-from genecall_regions import TRAIN_DEV
+from genecall_regions import TRAIN_DEV, windows
 
 import genoctx.heads.decoder as dec
 from genoctx.eval.metrics import gene_metrics
@@ -63,14 +62,9 @@ def main(argv=None) -> None:
             records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
             truth = read_genes(root / rel)
             for size in args.sizes:
-                contigs, genes = fragment(records, truth, size)
-                full = [c for c in contigs if len(c[1]) == size]
-                n = min(10, max(1, WINDOWS // size))
-                pick = full[::max(1, len(full) // n)][:n]
+                pick, genes = windows(records, truth, size, min(10, max(1, WINDOWS // size)))
                 if not pick:
                     continue
-                names = {c for c, _ in pick}
-                genes = [g for g in genes if g.contig in names]
                 for name, (params, min_bp, pair_share) in VARIANTS.items():
                     dec.PRODIGAL_TRAINING_MIN_BP = limit if min_bp is None else min_bp
                     dec.PAIR_SHARE = pair_share

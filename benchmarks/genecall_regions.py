@@ -60,6 +60,16 @@ def genus(name: str) -> str:
     return "escherichia" if g == "shigella" else g
 
 
+def windows(records, truth, size: int, n: int):
+    """Up to ``n`` windows of ``size`` bases evenly spread over ``records`` (no window shorter:
+    a record's last piece is left out) and the truth genes whose stop lies inside one."""
+    contigs, genes = fragment(records, truth, size)
+    full = [c for c in contigs if len(c[1]) == size]
+    pick = full[::max(1, len(full) // n)][:n]
+    names = {c for c, _ in pick}
+    return pick, [g for g in genes if g.contig in names]
+
+
 def prodigal_meta(records):
     import pyrodigal
 
@@ -97,14 +107,9 @@ def main(argv=None) -> None:
         records = [(c, s) for c, s in read_sequences_genbank(root / rel) if len(s)]
         truth = read_genes(root / rel)
         for size in args.sizes:
-            contigs, genes = fragment(records, truth, size)
-            full = [c for c in contigs if len(c[1]) == size]
-            step = max(1, len(full) // args.windows)
-            pick = full[::step][:args.windows]
+            pick, genes = windows(records, truth, size, args.windows)
             if not pick:  # no record this long
                 continue
-            names = {c for c, _ in pick}
-            genes = [g for g in genes if g.contig in names]
             for tool in tools:
                 calls, t0 = [], time.perf_counter()
                 for c in pick:

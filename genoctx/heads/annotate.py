@@ -23,13 +23,11 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.heads import classes
 from genoctx.heads.decoder import (
-    META_MAX_BP,
     DecoderParams,
-    auto_procedure,
+    auto_choice,
     call_genes_multi,
     check_options,
     circular_names,
-    is_mixture,
 )
 from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
@@ -345,14 +343,14 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
             return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
 
-        per_record = (procedure if procedure != "auto" else auto_procedure(records)) == "meta"
-        groups = (is_mixture(records) if procedure == "auto" and total >= META_MAX_BP
-                  else None)
-        if groups and note is not None:
-            note(f"note: the records' G+C falls in two groups ({groups[0]:.0%} and "
-                 f"{groups[1]:.0%}; the smaller holds {groups[2]:.0%} of the bases), as in a "
-                 "metagenome: each record is decoded on its own from the pre-trained models "
-                 "(as -p meta); -p single self-trains on all records together")
+        if procedure == "auto":  # decided once here, for the bar, the note and the decoder
+            procedure, groups = auto_choice(records)
+            if groups and note is not None:
+                note(f"note: the records' G+C falls in two groups ({groups[0]:.0%} and "
+                     f"{groups[1]:.0%}; the smaller holds {groups[2]:.0%} of the bases), as in "
+                     "a metagenome: each record is decoded on its own from the pre-trained "
+                     "models (as -p meta); -p single self-trains on all records together")
+        per_record = procedure == "meta"
         if future is not None:
             with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
                 genes, found = future.result()

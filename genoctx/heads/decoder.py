@@ -1037,12 +1037,20 @@ def is_mixture(records: list[tuple[str, bytes]]) -> tuple[float, float, float] |
     return groups
 
 
+def auto_choice(records: list[tuple[str, bytes]]
+                ) -> tuple[str, tuple[float, float, float] | None]:
+    """What ``procedure="auto"`` decodes ``records`` with, and why: (``meta``, None) under
+    ``META_MAX_BP`` bases in all, (``meta``, groups) for a mixture of organisms
+    (:func:`is_mixture`), else (``single``, None)."""
+    if sum(len(s) for _, s in records) < META_MAX_BP:
+        return "meta", None
+    groups = is_mixture(records)
+    return ("meta" if groups else "single"), groups
+
+
 def auto_procedure(records: list[tuple[str, bytes]]) -> str:
-    """What ``procedure="auto"`` decodes ``records`` with: ``meta`` under ``META_MAX_BP``
-    bases in all or for a mixture of organisms (:func:`is_mixture`), else ``single``."""
-    if sum(len(s) for _, s in records) < META_MAX_BP or is_mixture(records):
-        return "meta"
-    return "single"
+    """The procedure of :func:`auto_choice`."""
+    return auto_choice(records)[0]
 
 
 def check_options(procedure: str, translation_table: int) -> None:
