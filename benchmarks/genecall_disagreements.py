@@ -30,20 +30,14 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
 
-import argparse
-
 import numpy as np
 from _report import md_table, section_head, write_section
-from genecall_unseen import genomes
+from genecall_unseen import genome_args, genomes
 
 from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
+from genoctx.eval.metrics import stop_key
 from genoctx.heads.annotate import call_bacterial
 from genoctx.heads.decoder import DecoderParams
-
-
-def stop_key(g) -> tuple:
-    """contig, strand and stop codon's end: what a match compares."""
-    return g.contig, g.strand, g.end if g.strand > 0 else g.start
 
 
 def overlaps(g, others_by_contig: dict) -> bool:
@@ -85,11 +79,7 @@ def breakdown(records) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cache", default="results/unseen", help="where the package is kept")
-    ap.add_argument("--data-root", default=None, help="for the validation rows (skipped without)")
-    ap.add_argument("--no-write", action="store_true", help="print only; leave docs alone")
-    args = ap.parse_args(argv)
+    args = genome_args(__doc__).parse_args(argv)
     rows, headers = [], None
     for name, _genus, role, records in genomes(Path(args.cache), args.data_root):
         counts = breakdown(records)

@@ -151,6 +151,15 @@ def compare(name, kind, role, records) -> list[list]:
     return rows
 
 
+def genome_args(doc: str) -> argparse.ArgumentParser:
+    """The options of a script over :func:`genomes` (``doc``: its docstring)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--cache", default="results/unseen", help="where the package is kept")
+    ap.add_argument("--data-root", default=None, help="for the validation rows (skipped without)")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave docs alone")
+    return ap
+
+
 def genomes(cache: Path, data_root: str | None):
     """(name, genus, role, records) of each genome compared: the unseen ones, then the
     validation ones when a data root is found (they are for scale only)."""
@@ -178,11 +187,7 @@ def genomes(cache: Path, data_root: str | None):
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cache", default="results/unseen", help="where the package is kept")
-    ap.add_argument("--data-root", default=None, help="for the validation rows (skipped without)")
-    ap.add_argument("--no-write", action="store_true", help="print only; leave docs alone")
-    args = ap.parse_args(argv)
+    args = genome_args(__doc__).parse_args(argv)
     rows = []
     for name, genus, role, records in genomes(Path(args.cache), args.data_root):
         rows += compare(name, genus, role, records)

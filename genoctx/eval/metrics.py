@@ -33,7 +33,8 @@ class GeneMetrics:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _stop_key(g) -> tuple:
+def stop_key(g) -> tuple:
+    """What a gene match compares: contig, strand and the end of the stop codon."""
     return (g.contig, int(g.strand), int(g.end) if g.strand == 1 else int(g.start))
 
 
@@ -49,10 +50,10 @@ def gene_metrics(pred: list, truth: list) -> GeneMetrics:
     """
     true_starts: dict[tuple, set] = {}
     for g in truth:
-        true_starts.setdefault(_stop_key(g), set()).add(_start_of(g))
+        true_starts.setdefault(stop_key(g), set()).add(_start_of(g))
     pred_starts: dict[tuple, int] = {}
     for g in pred:
-        pred_starts.setdefault(_stop_key(g), _start_of(g))
+        pred_starts.setdefault(stop_key(g), _start_of(g))
     matched = [k for k in pred_starts if k in true_starts]
     tp = len(matched)
     sens = tp / len(true_starts) if true_starts else 0.0
