@@ -207,9 +207,10 @@ def main(argv=None) -> None:
             "earlier contig is cut at its first whole codon. "
             f"Unseen genomes: NCBI records from the Debian package {PACKAGE} {VERSION} and "
             "the C. diphtheriae genome pyrodigal ships as test data (Actinomycetota, a phylum "
-            "the train genomes lack), sha256-checked (the script's docstring). genoctx = `call_bacterial` (as `genoctx "
-            "annotate --model none`), its ORF scorer fitted on 13 train genomes of 7 "
-            "other genera, its model bank on 17 of 8 (three phyla).\n\n" + md_table(headers, rows))
+            "the train genomes lack), sha256-checked (the script's docstring). genoctx = "
+            "`call_bacterial` (as `genoctx annotate --model none`), its ORF scorer fitted on 13 "
+            "train genomes of 7 other genera, its model bank on 17 of 8 (three phyla).\n\n"
+            + md_table(headers, rows))
     if not args.no_write:
         write_section("genecall-unseen", body)
 
