@@ -89,28 +89,36 @@ VALIDATION = ("genomes/bacteria/Brucella_melitensis_16M.gbff.gz",
 CONTIG = 10_000
 
 
-def fetch(cache: Path) -> Path:
-    """The unpacked package under ``cache`` (downloaded and unpacked on first use)."""
-    root = cache / f"{PACKAGE}_{VERSION}"
-    if (root / BASE).is_dir():
+def fetch(cache: Path, package: str = PACKAGE, version: str = VERSION, base: str = BASE) -> Path:
+    """The Debian package ``package`` ``version`` unpacked under ``cache`` (downloaded with
+    ``apt-get download`` and unpacked on first use; ``base`` is a folder it must hold)."""
+    root = cache / f"{package}_{version}"
+    if (root / base).is_dir():
         return root
     cache.mkdir(parents=True, exist_ok=True)
-    debs = sorted(cache.glob(f"{PACKAGE}_{VERSION}_*.deb"))
+    # a version with an epoch (1:1.0.3-1) is saved as 1%3a1.0.3-1
+    stem = f"{package}_{version.replace(':', '%3a')}"
+    debs = sorted(cache.glob(f"{stem}_*.deb"))
     if not debs:
         if not shutil.which("apt-get"):
-            sys.exit(f"needs {PACKAGE} {VERSION}: put its .deb in {cache} (no apt-get here)")
-        subprocess.run(["apt-get", "download", f"{PACKAGE}={VERSION}"], cwd=cache, check=True)
-        debs = sorted(cache.glob(f"{PACKAGE}_{VERSION}_*.deb"))
+            sys.exit(f"needs {package} {version}: put its .deb in {cache} (no apt-get here)")
+        subprocess.run(["apt-get", "download", f"{package}={version}"], cwd=cache, check=True)
+        debs = sorted(cache.glob(f"{stem}_*.deb"))
     subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(root)], check=True)
     return root
 
 
-def read_checked(path: Path, sha256: str) -> list[tuple[str, bytes]]:
-    """Records of a FASTA file whose sha256 must be ``sha256``."""
+def check_sha256(path: Path, sha256: str) -> Path:
+    """``path``, once its sha256 is checked to be ``sha256`` (else the script exits)."""
     got = hashlib.sha256(path.read_bytes()).hexdigest()
     if got != sha256:
         sys.exit(f"{path}: sha256 {got}, expected {sha256}")
-    return list(iter_records(path))
+    return path
+
+
+def read_checked(path: Path, sha256: str) -> list[tuple[str, bytes]]:
+    """Records of a FASTA file whose sha256 must be ``sha256``."""
+    return list(iter_records(check_sha256(path, sha256)))
 
 
 def timed(fn, records):

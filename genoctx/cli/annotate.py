@@ -70,6 +70,11 @@ def annotate(
     translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "
                                           "of the genes: 11 (bacteria, archaea) or 4 (TGA = Trp: "
                                           "Mycoplasma, Spiroplasma, Ureaplasma)."),
+    orf_scorer: bool = typer.Option(True, "--orf-scorer/--no-orf-scorer", help="Weigh each "
+                                    "ORF with the cross-genome ORF scorer fitted on bacterial "
+                                    "genomes (default), or decode from the genome's own "
+                                    "statistics alone (Prodigal-like; docs/results.md shows "
+                                    "where that is better, e.g. some archaea)."),
     threads: int = typer.Option(0, "--threads", "-t", help="Processes for gene calling: the "
                                 "RNA-gene finders beside the decoder, records side by side under "
                                 "meta or in eukaryote mode; 0: every core available. The output does not depend on it."),
@@ -115,6 +120,9 @@ def annotate(
     if mode.lower() == "eukaryote" and translation_table != 11:
         raise InputError("--translation-table is for prokaryote mode; eukaryote mode reads "
                          "nuclear genes (the standard code's stops)")
+    if mode.lower() == "eukaryote" and not orf_scorer:
+        raise InputError("--no-orf-scorer is for prokaryote mode (the bacterial gene decoder); "
+                         "eukaryote mode has no ORF scorer")
     if gff3_fasta and "gff3" not in chosen:
         raise InputError("--gff3-fasta adds the sequences to the GFF3: add gff3 to --formats")
     if threads < 0:
@@ -153,7 +161,8 @@ def annotate(
                                 device=check_device_name(device), context=context, overlap=overlap,
                                 batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                                 rna=rna.lower(), procedure=procedure.lower(),
-                                translation_table=translation_table, workers=workers,
+                                translation_table=translation_table, orf_scorer=orf_scorer,
+                                workers=workers,
                                 closed=closed,
                                 circular=frozenset(rings) if circular_declared else circular,
                                 need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)),

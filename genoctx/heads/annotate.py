@@ -201,7 +201,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,
-                   workers: int = 1, closed: bool = False,
+                   orf_scorer: bool = True, workers: int = 1, closed: bool = False,
                    circular: bool | Collection[str] = False, note=None,
                    background_genes: bool | None = None) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
@@ -214,6 +214,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     head, eukaryote mode); otherwise genes come out the same without it, much faster.
     ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
     which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
+    ``orf_scorer=False`` leaves out the cross-genome ORF scorer (:mod:`genoctx.heads.orf_scorer`,
+    fitted on bacteria) and decodes with the genome's own statistics alone.
     ``workers`` processes share the decoding (see :func:`call_bacterial`; in eukaryote mode,
     batches of records and long records side by side); the output does not depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
     target's own ends where it reaches them; a target's edge inside its sequence stays open.
@@ -258,7 +260,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
 
         model_dir = checkpoint.resolve_checkpoint(model)
         sha = checkpoint.verify_digest(model_dir)
-    params = dataclasses.replace(decoder_params(model_dir), translation_table=translation_table)
+    params = decoder_params(model_dir)
+    params = dataclasses.replace(params, translation_table=translation_table,
+                                 orf_scorer=params.orf_scorer and orf_scorer)
     # whether anything but the tracks reads the probabilities; if not, only the tracks (3 of
     # the 17 columns, summed) are kept, not [L, 17] floats per record
     keep_probs = (mode == "eukaryote" or _uses_head(params)

@@ -319,6 +319,7 @@ def test_eukaryote_region_is_placed_on_the_contig(worm, tmp_path, cli):
     (["--translation-table", "5"], "translation table must be one of"),
     (["--threads", "-1"], "--threads must be 0"),
     (["--formats", "bed", "--gff3-fasta"], "add gff3 to --formats"),
+    (["--mode", "eukaryote", "--no-orf-scorer"], "--no-orf-scorer is for prokaryote mode"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):
     code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])
@@ -344,6 +345,31 @@ def test_procedure_names_the_bank_model_or_self_trains(annotated, example_fasta,
     code, _, err = cli(["annotate", example_fasta, "--model", "none", "--formats", "gff3",
                         "--out", tmp_path / "m"])
     assert code == 0 and "pre-trained decoder model(s) " in err, err
+
+
+def test_no_orf_scorer_decodes_from_the_genome_alone(annotated, example_fasta, tmp_path, cli):
+    """--no-orf-scorer writes the calls of the decoder without the cross-genome ORF scorer; on
+    pPCP1 the scorer takes out one of them, so the two runs differ by that gene."""
+    from genoctx.heads.annotate import call_bacterial
+    from genoctx.heads.decoder import DecoderParams
+    from genoctx.io.fasta import iter_records
+
+    def stops(gff3):
+        rows = [r.split("\t") for r in gff3.read_text().splitlines()
+                if r and not r.startswith("#")]
+        return {(r[0], r[6], int(r[4]) if r[6] == "+" else int(r[3]) - 1)
+                for r in rows if r[2] == "CDS"}
+
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--no-orf-scorer",
+                        "--formats", "gff3", "--out", tmp_path / "n", "--quiet"])
+    assert code == 0, err
+    genes, _ = call_bacterial(list(iter_records(example_fasta)),
+                              params=DecoderParams(orf_scorer=False))
+    want = {(g.contig, "+" if g.strand == 1 else "-", g.end if g.strand == 1 else g.start)
+            for g in genes}
+    got = stops(tmp_path / "n.gff3")
+    assert got == want
+    assert len(got - stops(annotated / "p.gff3")) == 1
 
 
 # ------------------------------------------------------------------ RNA genes (--rna)
