@@ -249,6 +249,16 @@ def test_bad_sample_sheet_fails_before_running(workdir, data_root, tmp_path):
     assert "sample files not found" in out and "no/such/genome.fa" in out
 
 
+def test_config_schema_refuses_a_bad_orf_scorer_value(workdir, data_root, tmp_path):
+    """annotate.orf_scorer is a boolean (false adds --no-orf-scorer to each shard's command)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("annotate:\n  orf_scorer: sometimes\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--configfile",
+                               "config/config.yaml", str(bad)], workdir, data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "orf_scorer" in out and "boolean" in out, out[-2000:]
+
+
 @pytest.fixture(scope="module")
 def results(workdir, data_root) -> Path:
     res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2"], workdir,

@@ -44,6 +44,7 @@ rule annotate_shard:
         rna=config["annotate"]["rna"],
         procedure=config["annotate"].get("procedure", "auto"),
         translation_table=config["annotate"].get("translation_table", 11),
+        orf_scorer="" if config["annotate"].get("orf_scorer", True) else " --no-orf-scorer",
         closed=lambda wc: (" --closed" if is_closed(wc.sample) else "")
         + circular_flag(wc.sample),
     log:
@@ -61,7 +62,7 @@ rule annotate_shard:
         " --device {params.device} --context {params.context}"
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
         " --procedure {params.procedure} --translation-table {params.translation_table}"
-        " --threads {threads}{params.closed} > {log:q} 2>&1"
+        "{params.orf_scorer} --threads {threads}{params.closed} > {log:q} 2>&1"
 
 
 rule merge_annotation:
