@@ -9,9 +9,9 @@ group (its columns set to 0 in fitting and in use, so no tree splits on them) an
 1. held out by species on the 13 train genomes (the scorer fitted on the other species, each
    one unit of weight, used as shipped: 3 × the bounded residual), gene-level sensitivity /
    precision / F1 per genome and their mean, beside the decoder without any scorer;
-2. fitted on all train genomes, the whole-genome F1 on the five genomes of
-   ``genecall_curated_unseen.py`` (four archaea and Bradyrhizobium, against their RefSeq
-   annotation; CDS overlapping the RNA genes of ``genoctx annotate`` dropped, as there).
+2. fitted on all train genomes, the whole-genome F1 on the genomes of
+   ``genecall_curated_unseen.py`` (archaea, Bradyrhizobium and mycobacteria, against their
+   own annotation; CDS overlapping the RNA genes of ``genoctx annotate`` dropped, as there).
 
 Variants: ``all`` (the shipped features), ``no_gc`` (without gc_vs_genome and gc3_vs_genome),
 ``no_aa`` (without the 20 amino-acid shares), ``none`` (no scorer). Reads only train-role

@@ -1,12 +1,12 @@
-"""Gene calling on genomes genoctx never saw, scored against their own annotation: four archaea and Bradyrhizobium.
+"""Gene calling on genomes genoctx never saw, scored against their own annotation: archaea, Bradyrhizobium, mycobacteria.
 
 The train genomes of the data root are bacteria of three phyla; the unseen-genome benchmark
 (``genecall_unseen.py``) adds genera and a phylum they lack, but with no annotation to score
-against, only agreement with Prodigal. This one scores both tools against the genomes' NCBI
-RefSeq annotations (submitter annotations of 2002–2005, as B. melitensis's is) on genomes of a
-domain no train genome belongs to, Archaea (two orders of methanogens, Methanococcales and
-Methanobacteriales, plus Methanosarcinales and Thermococcales), and on a large high-G+C
-bacterium of a genus the train genomes lack:
+against, only agreement with Prodigal. This one scores both tools against the genomes' own
+annotations, on genomes of a domain no train genome belongs to, Archaea (four orders:
+Methanococcales, Thermococcales, Methanobacteriales, Methanosarcinales), on a large high-G+C
+bacterium of a genus the train genomes lack, and on two high-G+C Actinomycetota, a phylum they
+lack:
 
 * Methanococcus maripaludis S2 (NC_005791.1, 1.66 Mb, G+C 0.33)
 * Thermococcus kodakarensis KOD1 (NC_006624.1, 2.09 Mb, G+C 0.52)
@@ -14,14 +14,22 @@ bacterium of a genus the train genomes lack:
 * Methanosarcina acetivorans C2A (NC_003552.1, 5.75 Mb, G+C 0.43)
 * Bradyrhizobium japonicum USDA 110 (NC_004463.1, 9.11 Mb, G+C 0.64; Alphaproteobacteria, the
   class of Brucella and Paracoccus)
+* Mycobacterium tuberculosis H37Rv (NC_000962.2, 4.41 Mb, G+C 0.66)
+* Mycolicibacterium (Mycobacterium) smegmatis mc2 155 (7.0 Mb, G+C 0.67; TAMU's sequence of
+  the strain, with the reference's annotation carried over: 17 of its 6,716 genes do not end
+  in a stop codon there, a loss both tools share)
 
-They are the GenBank files shipped as example data in the Debian package ``cct-examples``
-1.0.3-1 (the CGView Comparison Tool's sample projects; GPL-2+, the records are NCBI's). The
-script fetches it with ``apt-get download`` into ``--cache`` (default ``results/unseen``, which
-git ignores), unpacks it with ``dpkg-deb -x`` and checks each file against the sha256 pinned
-below before use; nothing is written into the project.
+The first five are the RefSeq GenBank files (submitter annotations of 2002–2005, as
+B. melitensis's is) shipped as example data in the Debian package ``cct-examples`` 1.0.3-1
+(the CGView Comparison Tool's sample projects; GPL-2+, the records are NCBI's). The two
+mycobacteria are a FASTA and a protein table each, from the genome folder of TRANSIT in the
+Debian package ``tnseq-transit`` 3.2.7-1 (GPL-3). The script fetches both packages with
+``apt-get download`` into ``--cache`` (default ``results/unseen``, which git ignores), unpacks
+them with ``dpkg-deb -x`` and checks each file against the sha256 pinned below before use;
+nothing is written into the project.
 
-Truth = the CDS features that are not pseudo and not joined (``genoctx.io.annotation.read_genes``),
+Truth = the CDS features that are not pseudo and not joined (``genoctx.io.annotation.read_genes``;
+the protein table's genes for the mycobacteria),
 match = contig + strand + stop (``genoctx.eval.metrics.gene_metrics``), as in the ``genecall``
 section. Cases: the whole genome (genoctx = ``call_bacterial``, what ``genoctx annotate --model
 none`` writes; also without its cross-genome ORF scorer; Prodigal trained on the genome), and the
@@ -55,7 +63,8 @@ from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
 from genoctx.eval.metrics import gene_metrics, stop_key
 from genoctx.heads.annotate import call_bacterial
 from genoctx.heads.decoder import DecoderParams
-from genoctx.io.annotation import read_genes, read_sequences_genbank
+from genoctx.io.annotation import Gene, read_genes, read_sequences_genbank
+from genoctx.io.fasta import iter_records
 
 PACKAGE, VERSION = "cct-examples", "1:1.0.3-1"
 BASE = "usr/share/doc/cct/examples/sample_projects"
@@ -77,7 +86,33 @@ GENOMES = (
      "sample_project_3/reference_genome/NC_004463.gbk.gz",
      "3f32bd902bff9b66abc170a6a6293575cab2609339297e0fcc7529722dddc7ad"),
 )
+# Mycobacteria (Actinomycetota) from TRANSIT's genome folder: a FASTA and a protein table (NCBI
+# .ptt-like: product, start, end, strand, length, gi, gene id, name, locus tag, COG; 1-based)
+TNSEQ, TNSEQ_VERSION = "tnseq-transit", "3.2.7-1"
+TNSEQ_BASE = "usr/lib/python3/dist-packages/pytransit/genomes"
+# name, domain, group, stem under TNSEQ_BASE, sha256 of the .fna, of the .prot_table
+TNSEQ_GENOMES = (
+    ("Mycobacterium_tuberculosis_H37Rv", "Bacteria", "Actinomycetota", "H37Rv",
+     "cdaf67874c900baf860de9ded6206b1c27712505d539a2bbff4f2eedecbcd03f",
+     "ede48b1ab6412ea86f09df2eb0d3ba752761fde07578228be5dda1f8a1cc8cf3"),
+    ("Mycolicibacterium_smegmatis_mc2_155", "Bacteria", "Actinomycetota", "mc2_155_tamu",
+     "68e9b284bf993dfa015f605e22962c1ef3fc2b06ef2a53015205851688c6b9f5",
+     "7603f815072a0bc940a5ee7a569a97033769201db3a15d2f779bee119a9a2328"),
+)
 CONTIG = 10_000
+
+
+def read_prot_table(path: Path, contig: str) -> list[Gene]:
+    """The protein-coding genes of a TRANSIT/NCBI protein table, on ``contig``."""
+    genes = []
+    for line in path.read_text().splitlines():
+        f = line.split("\t")
+        if len(f) < 9 or not f[1].isdigit():
+            continue
+        start, end = int(f[1]) - 1, int(f[2])
+        genes.append(Gene(contig, start, end, 1 if f[3] == "+" else -1, "CDS", pseudo=False,
+                          joined=False, partial=False, id=f[8], parts=[(start, end)]))
+    return genes
 
 
 def curated_genomes(cache: Path, names=None):
@@ -89,6 +124,13 @@ def curated_genomes(cache: Path, names=None):
         path = check_sha256(pkg / rel, sha)
         records = [(c, s) for c, s in read_sequences_genbank(path) if len(s)]
         yield name, domain, group, records, read_genes(path)
+    pkg = fetch(cache, TNSEQ, TNSEQ_VERSION, TNSEQ_BASE) / TNSEQ_BASE
+    for name, domain, group, stem, sha_fna, sha_table in TNSEQ_GENOMES:
+        if names and name not in names:
+            continue
+        (contig, seq), = iter_records(check_sha256(pkg / f"{stem}.fna", sha_fna))
+        genes = read_prot_table(check_sha256(pkg / f"{stem}.prot_table", sha_table), contig)
+        yield name, domain, group, [(contig, seq)], genes
 
 
 def score(calls, truth, pieces: bool) -> list:
@@ -160,12 +202,14 @@ def main(argv=None) -> None:
         changes.append(c)
     headers = ["genome", "domain", "G+C", "case", "tool", "true genes", "calls", "sensitivity",
                "precision", "F1", "start agreement", "wall s"]
-    body = (section_head("Gene calling on unseen genomes against their annotation: archaea "
-                         "and Bradyrhizobium", __file__, argv)
-            + "Truth: the RefSeq records' CDS (not pseudo, not joined); match = contig + strand "
-            "+ stop; start agreement among matches. None of these genomes, nor any archaeon or "
-            f"Bradyrhizobium, is in the data root. Genomes: GenBank files of the Debian package "
-            f"{PACKAGE} {VERSION}, sha256-checked (the script's docstring). genoctx = "
+    body = (section_head("Gene calling on unseen genomes against their annotation: archaea, "
+                         "Bradyrhizobium, mycobacteria", __file__, argv)
+            + "Truth: the RefSeq records' CDS (not pseudo, not joined), or the protein table's "
+            "genes (mycobacteria); match = contig + strand + stop; start agreement among "
+            "matches. None of these genomes, nor any archaeon, Bradyrhizobium or member of "
+            "the Actinomycetota, is in the data root. Genomes: GenBank files of the Debian "
+            f"package {PACKAGE} {VERSION}, FASTA and protein tables of {TNSEQ} {TNSEQ_VERSION}, "
+            "sha256-checked (the script's docstring). genoctx = "
             "`call_bacterial` (as `genoctx annotate --model none`), its ORF scorer fitted on 13 "
             "bacterial train genomes, its model bank on 17 (three phyla, no archaea); Prodigal "
             "= pyrodigal, trained on the genome (`-p meta` for contigs alone: 50 models, "
