@@ -147,7 +147,10 @@ class DecoderParams:
     markov_alpha: float = 16.0
     llr_clip: float = 4.0
     start_prior_strength: float = 50.0
-    starts_per_orf: int = 4           # best starts of each ORF that enter the DP
+    # best starts of each ORF that enter the DP (by start-choice score): 32 lets in every start
+    # that matters, so a gene whose best starts overlap a neighbour can still be called at a
+    # shorter one, as in Prodigal's programme over all starts (4 before 2026-12-06)
+    starts_per_orf: int = 32
     # "seed": codon-pair ratios counted once on the GC-frame programme's genes (Prodigal's
     # way); "calls": refitted on the called genes every training round (the second revision)
     pair_table: str = "seed"
