@@ -394,56 +394,67 @@ def select_genes(left: np.ndarray, right: np.ndarray, strand: np.ndarray, score:
     credit = np.zeros(n) if credit is None else np.asarray(credit, dtype=np.float64)
     idx = np.flatnonzero(score > -_link_slack(left, right, strand, credit, link_weight))
     order = idx[np.lexsort((strand[idx], left[idx], right[idx]))]
-    # plain Python lists: the loop below is per gene, where numpy scalars cost more than they save
+    # plain Python lists: the loop below is per gene, where numpy scalars cost more than they
+    # save. Per strand of the predecessor (0: plus, 1: minus), genes by end: their ends,
+    # starts, DP values and indices, and the prefix maxima of the values (and their indices).
     lo_l, hi_l, st_l = left.tolist(), right.tolist(), strand.tolist()
     score_l, credit_l = score.tolist(), credit.tolist()
-    ends = {1: [], -1: []}
-    starts = {1: [], -1: []}
-    vals = {1: [], -1: []}
-    best = {1: [], -1: []}  # prefix maxima of (dp value, index) over genes by end
-    ids = {1: [], -1: []}
+    ends, starts, vals, ids, best_v, best_i = ([[], []] for _ in range(6))
     prev = [-1] * n
-    ovl = {(1, 1): params.max_same_overlap, (-1, -1): params.max_same_overlap,
-           (1, -1): params.max_tail_overlap, (-1, 1): params.max_head_overlap}
-    far = -link_weight
     linked = link_weight > 0
+    w, far = link_weight, -link_weight
+    near_bp, far_bp = OPERON_NEAR, OPERON_FAR
+    # overlap allowed [predecessor strand][this gene's strand is minus]
+    ovl = ((params.max_same_overlap, params.max_tail_overlap),
+           (params.max_head_overlap, params.max_same_overlap))
     bisect_left, bisect_right = bisect.bisect_left, bisect.bisect_right
     for i in order.tolist():
         lo, hi, st = lo_l[i], hi_l[i], st_l[i]
+        me = 0 if st == 1 else 1
         b_val, b_arg = 0.0, -1
-        for ps in (1, -1):
-            e, sts, vs, ids_ps = ends[ps], starts[ps], vals[ps], ids[ps]
-            same = ps == st
+        for ps in (0, 1):
+            e, sts, vs = ends[ps], starts[ps], vals[ps]
+            same = ps == me
             # predecessors ending before ``near`` are disjoint and, on the same strand, far away
-            near = lo - (OPERON_FAR - 3) if same and linked else lo + 1
+            near = lo - (far_bp - 3) if same and linked else lo + 1
             c = bisect_left(e, near)
-            if c:
-                top = best[ps][c - 1]
-                if top[0] + far > b_val:
-                    b_val, b_arg = top[0] + far, top[1]
-            reach = min(lo + ovl[(ps, st)], hi - 1)
+            if c and best_v[ps][c - 1] + far > b_val:
+                b_val, b_arg = best_v[ps][c - 1] + far, best_i[ps][c - 1]
+            reach = min(lo + ovl[ps][me], hi - 1)
             for t in range(c, bisect_right(e, reach)):
                 et = e[t]
                 if et > lo and (sts[t] >= lo or (
                         not same and not _short_overlap(sts[t], et, lo, hi))):
                     continue
                 v = vs[t]
-                if linked:
-                    gap = lo - et
-                    v += link_value(gap, same, link_weight)
-                    if same and gap in (-1, -4):
-                        v += credit_l[i] if st == 1 else credit_l[ids_ps[t]]
+                if linked:  # link_value, written out
+                    if not same:
+                        v += far
+                    else:
+                        gap = lo - et
+                        dist = abs(gap + 3)
+                        if dist > far_bp:
+                            v += far
+                        elif (dist <= near_bp and gap >= 0) or dist < near_bp / 4:
+                            v += (2.0 - dist / near_bp) * w
+                        if gap == -1 or gap == -4:
+                            v += credit_l[i] if me == 0 else credit_l[ids[ps][t]]
                 if v > b_val:
-                    b_val, b_arg = v, ids_ps[t]
+                    b_val, b_arg = v, ids[ps][t]
         value = score_l[i] + b_val
         prev[i] = b_arg
-        ends[st].append(hi)
-        starts[st].append(lo)
-        vals[st].append(value)
-        ids[st].append(i)
-        top = best[st][-1] if best[st] else (-math.inf, -1)
-        best[st].append((value, i) if value > top[0] else top)
-    tails = [b[-1] for b in best.values() if b]
+        ends[me].append(hi)
+        starts[me].append(lo)
+        vals[me].append(value)
+        ids[me].append(i)
+        bv = best_v[me]
+        if bv and bv[-1] >= value:
+            bv.append(bv[-1])
+            best_i[me].append(best_i[me][-1])
+        else:
+            bv.append(value)
+            best_i[me].append(i)
+    tails = [(bv[-1], bi[-1]) for bv, bi in zip(best_v, best_i) if bv]
     if not tails or max(tails)[0] <= 0:
         return np.zeros(0, dtype=np.int64)
     i = max(tails)[1]
