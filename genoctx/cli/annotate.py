@@ -75,6 +75,11 @@ def annotate(
                                     "genomes (default), or decode from the genome's own "
                                     "statistics alone (Prodigal-like; docs/results.md shows "
                                     "where that is better, e.g. some archaea)."),
+    min_score: float = typer.Option(0.0, "--min-score", help="Leave out gene calls whose "
+                                    "probability (the GFF3 score) is below this (0: keep "
+                                    "every call). 0.5 trades a few true genes for fewer false "
+                                    "ones; how many of each depends on how the genome was "
+                                    "annotated (docs/annotate.md, 'Gene probabilities')."),
     threads: int = typer.Option(0, "--threads", "-t", help="Processes for gene calling: the "
                                 "RNA-gene finders beside the decoder, records side by side under "
                                 "meta or in eukaryote mode; 0: every core available. The output does not depend on it."),
@@ -162,7 +167,7 @@ def annotate(
                                 batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                                 rna=rna.lower(), procedure=procedure.lower(),
                                 translation_table=translation_table, orf_scorer=orf_scorer,
-                                workers=workers,
+                                min_score=min_score, workers=workers,
                                 closed=closed,
                                 circular=frozenset(rings) if circular_declared else circular,
                                 need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)),

@@ -114,6 +114,15 @@ def _by_contig(items) -> dict[str, list]:
     return out
 
 
+def drop_weak_genes(genes: list, min_score: float) -> list:
+    """The gene calls whose probability (``score``, the GFF3 score) is at least ``min_score``
+    (``genoctx annotate --min-score``); 0 keeps them all. What a probability means depends on
+    who annotated the genome it is compared with (docs/annotate.md, "Gene probabilities")."""
+    if not 0.0 <= min_score < 1.0:
+        raise InputError(f"--min-score is a probability in [0, 1), got {min_score}")
+    return genes if min_score == 0 else [g for g in genes if g.score >= min_score]
+
+
 def _uses_head(params: DecoderParams) -> bool:
     """Whether these decoder settings give the head's probabilities any weight."""
     from genoctx.heads.decoder import FEATURES, START_PARTS
@@ -201,8 +210,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    quiet: bool = False, mode: str = "prokaryote",
                    rna: str = "auto", need_tracks: bool = True,
                    procedure: str = "auto", translation_table: int = 11,
-                   orf_scorer: bool = True, workers: int = 1, closed: bool = False,
-                   circular: bool | Collection[str] = False, note=None,
+                   orf_scorer: bool = True, min_score: float = 0.0, workers: int = 1,
+                   closed: bool = False, circular: bool | Collection[str] = False, note=None,
                    background_genes: bool | None = None) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
@@ -215,7 +224,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     ``procedure`` chooses how the gene decoder gets its statistics and ``translation_table``
     which codons stop a gene (11, or 4 for Mycoplasma; :func:`genoctx.heads.decoder.call_genes_multi`).
     ``orf_scorer=False`` leaves out the cross-genome ORF scorer (:mod:`genoctx.heads.orf_scorer`,
-    fitted on bacteria) and decodes with the genome's own statistics alone.
+    fitted on bacteria) and decodes with the genome's own statistics alone. ``min_score``
+    leaves out CDS calls whose probability is below it (:func:`drop_weak_genes`; prokaryote
+    mode).
     ``workers`` processes share the decoding (see :func:`call_bacterial`; in eukaryote mode,
     batches of records and long records side by side); the output does not depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
     target's own ends where it reaches them; a target's edge inside its sequence stays open.
@@ -238,6 +249,10 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     check_options(procedure, translation_table)  # before the model runs
+    drop_weak_genes([], min_score)  # the value checked, before the model runs
+    if mode == "eukaryote" and min_score:
+        raise InputError("--min-score is for prokaryote mode (the bacterial gene decoder's "
+                         "calibrated probabilities)")
     if rna == "model" and model is None:
         raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
     use_tools = _finders_run(rna) and mode == "prokaryote"
@@ -370,6 +385,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                                               rna=rna if use_tools else "none", procedure=procedure,
                                               workers=workers, closed=closed, circular=ring)
         out_genes, out_rnas = [], []
+        genes = drop_weak_genes(genes, min_score)
         genes_of, rnas_of = _by_contig(genes), _by_contig(found or [])  # one pass: many contigs
         for name, t in zip(names, targets):
             mine = [dataclasses.replace(g, contig=t.contig) for g in genes_of.get(name, [])]

@@ -320,6 +320,9 @@ def test_eukaryote_region_is_placed_on_the_contig(worm, tmp_path, cli):
     (["--threads", "-1"], "--threads must be 0"),
     (["--formats", "bed", "--gff3-fasta"], "add gff3 to --formats"),
     (["--mode", "eukaryote", "--no-orf-scorer"], "--no-orf-scorer is for prokaryote mode"),
+    (["--min-score", "1"], "--min-score is a probability in [0, 1)"),
+    (["--min-score=-0.1"], "--min-score is a probability in [0, 1)"),
+    (["--mode", "eukaryote", "--min-score", "0.5"], "--min-score is for prokaryote mode"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):
     code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])
@@ -370,6 +373,32 @@ def test_no_orf_scorer_decodes_from_the_genome_alone(annotated, example_fasta, t
     got = stops(tmp_path / "n.gff3")
     assert got == want
     assert len(got - stops(annotated / "p.gff3")) == 1
+
+
+def test_min_score_leaves_out_the_weaker_calls(example_fasta, tmp_path, cli):
+    """--min-score P writes the calls of probability >= P (the GFF3 score) and nothing else
+    changes: the same genes, RNA genes and IDs' order as without it, less the weak ones."""
+    def rows(gff3):
+        return [r.split("\t") for r in gff3.read_text().splitlines()
+                if r and not r.startswith("#")]
+
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--formats", "gff3",
+                        "--out", tmp_path / "all", "--quiet"])
+    assert code == 0, err
+    everything = rows(tmp_path / "all.gff3")
+    scores = sorted(float(r[5]) for r in everything if r[2] == "CDS")
+    cut = round((scores[0] + scores[1]) / 2, 6)  # between the two weakest (as written, rounded)
+    assert scores[0] < cut < scores[1]
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "--formats", "gff3",
+                        "--out", tmp_path / "some", "--quiet", "--min-score", str(cut)])
+    assert code == 0, err
+    kept = rows(tmp_path / "some.gff3")
+    cds = [r for r in kept if r[2] == "CDS"]
+    assert cds and all(float(r[5]) >= cut for r in cds)
+    # the rows less their attributes (IDs are renumbered)
+    want = [r[:8] for r in everything if r[2] not in ("gene", "CDS") or float(r[5]) >= cut]
+    assert [r[:8] for r in kept] == want
+    assert len(cds) == sum(s >= cut for s in scores) < len(scores)
 
 
 # ------------------------------------------------------------------ RNA genes (--rna)

@@ -259,6 +259,16 @@ def test_config_schema_refuses_a_bad_orf_scorer_value(workdir, data_root, tmp_pa
     assert res.returncode != 0 and "orf_scorer" in out and "boolean" in out, out[-2000:]
 
 
+def test_config_schema_refuses_a_min_score_of_one(workdir, data_root, tmp_path):
+    """annotate.min_score is a probability below 1 (genoctx annotate --min-score)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("annotate:\n  min_score: 1.0\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--configfile",
+                               "config/config.yaml", str(bad)], workdir, data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "min_score" in out, out[-2000:]
+
+
 @pytest.fixture(scope="module")
 def results(workdir, data_root) -> Path:
     res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2"], workdir,

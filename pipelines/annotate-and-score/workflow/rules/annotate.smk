@@ -45,6 +45,7 @@ rule annotate_shard:
         procedure=config["annotate"].get("procedure", "auto"),
         translation_table=config["annotate"].get("translation_table", 11),
         orf_scorer="" if config["annotate"].get("orf_scorer", True) else " --no-orf-scorer",
+        min_score=config["annotate"].get("min_score", 0.0),
         closed=lambda wc: (" --closed" if is_closed(wc.sample) else "")
         + circular_flag(wc.sample),
     log:
@@ -62,7 +63,8 @@ rule annotate_shard:
         " --device {params.device} --context {params.context}"
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
         " --procedure {params.procedure} --translation-table {params.translation_table}"
-        "{params.orf_scorer} --threads {threads}{params.closed} > {log:q} 2>&1"
+        "{params.orf_scorer} --min-score {params.min_score} --threads {threads}{params.closed}"
+        " > {log:q} 2>&1"
 
 
 rule merge_annotation:
