@@ -77,9 +77,9 @@ def annotate(
                                     "where that is better, e.g. some archaea)."),
     min_score: float = typer.Option(0.0, "--min-score", help="Leave out gene calls whose "
                                     "probability (the GFF3 score) is below this (0: keep "
-                                    "every call). 0.5 trades a few true genes for fewer false "
-                                    "ones; how many of each depends on how the genome was "
-                                    "annotated (docs/annotate.md, 'Gene probabilities')."),
+                                    "every call). What a weak call is worth depends on how the "
+                                    "reference was annotated: docs/annotate.md, 'Gene "
+                                    "probabilities and --min-score'."),
     threads: int = typer.Option(0, "--threads", "-t", help="Processes for gene calling: the "
                                 "RNA-gene finders beside the decoder, records side by side under "
                                 "meta or in eukaryote mode; 0: every core available. The output does not depend on it."),

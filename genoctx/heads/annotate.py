@@ -117,7 +117,8 @@ def _by_contig(items) -> dict[str, list]:
 def drop_weak_genes(genes: list, min_score: float) -> list:
     """The gene calls whose probability (``score``, the GFF3 score) is at least ``min_score``
     (``genoctx annotate --min-score``); 0 keeps them all. What a probability means depends on
-    who annotated the genome it is compared with (docs/annotate.md, "Gene probabilities")."""
+    who annotated the genome it is compared with (docs/annotate.md, "Gene probabilities and
+    --min-score")."""
     if not 0.0 <= min_score < 1.0:
         raise InputError(f"--min-score is a probability in [0, 1), got {min_score}")
     return genes if min_score == 0 else [g for g in genes if g.score >= min_score]
