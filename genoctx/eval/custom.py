@@ -191,12 +191,18 @@ def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
     return run
 
 
+MIN_SCORES = (0.5, 0.6)  # genoctx annotate --min-score values scored beside the default
+
+
 def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1024):
-    """A harness job annotating ``fasta`` with the model and scoring it against ``truth``."""
+    """A harness job annotating ``fasta`` with the model and scoring it against ``truth``; the
+    genoctx rows are also scored keeping only calls of probability >= each of
+    :data:`MIN_SCORES` (what ``genoctx annotate --min-score`` keeps: whether a threshold helps
+    depends on how the truth was annotated)."""
 
     def run(ctx: BenchContext) -> BenchResult:
         from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
-        from genoctx.heads.annotate import annotate_fasta, call_bacterial
+        from genoctx.heads.annotate import annotate_fasta, call_bacterial, drop_weak_genes
         from genoctx.io.fasta import FastaFile, check_nucleotide
 
         truth_path = ctx.user_file(truth)
@@ -230,6 +236,13 @@ def model_job(truth: Path, fasta: Path, *, context: int = 8192, overlap: int = 1
             metrics[name], r = _score(name, calls, true, truth_path, lengths)
             metrics[name]["wall_s"] = round(time.perf_counter() - t0, 2)
             rows += r
+            if name.startswith("genoctx"):  # what --min-score would keep, against this truth
+                metrics[name]["by_min_score"] = by_min_score = {}
+                for t in MIN_SCORES:
+                    m = gene_metrics(drop_weak_genes(calls, t), true).as_dict()
+                    by_min_score[str(t)] = {k: m[k] for k in
+                                            ("n_pred", "sensitivity", "precision", "f1")}
+                    rows.append(Row(truth_path.name, name, f"gene f1, --min-score {t}", m["f1"]))
         plots = []
         c0, n0 = next(iter(lengths.items()))
         from genoctx.eval.plots import track_figure

@@ -239,6 +239,17 @@ def test_model_on_truth_mode(tmp_path, cli, example_genbank, example_fasta):
     for tool, res in m.items():
         assert res["n_true"] == 10 and 0.5 < res["f1"] <= 1.0, tool
         assert 0.5 < res["per_base_cds"]["f1"] <= 1.0
+    # genoctx's calls also scored as --min-score 0.5 and 0.6 would keep them
+    from genoctx.heads.annotate import call_bacterial
+    from genoctx.io.fasta import iter_records
+
+    scores = [g.score for g in call_bacterial(list(iter_records(example_fasta)))[0]]
+    seq_only = m["genoctx (sequence only)"]["by_min_score"]
+    assert [seq_only[t]["n_pred"] for t in ("0.5", "0.6")] == [
+        sum(s >= t for s in scores) for t in (0.5, 0.6)]
+    assert "by_min_score" not in m["prodigal"]
+    report = (tmp_path / "report.md").read_text()
+    assert "gene f1, --min-score 0.6" in report
     assert doc["manifest"]["model"]["model_sha256"]
     assert (tmp_path / "model-on-truth" / "tracks.png").is_file()
 
