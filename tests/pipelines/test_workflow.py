@@ -249,24 +249,20 @@ def test_bad_sample_sheet_fails_before_running(workdir, data_root, tmp_path):
     assert "sample files not found" in out and "no/such/genome.fa" in out
 
 
-def test_config_schema_refuses_a_bad_orf_scorer_value(workdir, data_root, tmp_path):
-    """annotate.orf_scorer is a boolean (false adds --no-orf-scorer to each shard's command)."""
+@pytest.mark.parametrize("setting, words", [
+    # a boolean: false adds --no-orf-scorer to each shard's command
+    ("orf_scorer: sometimes", ("orf_scorer", "boolean")),
+    # a probability below 1 (genoctx annotate --min-score)
+    ("min_score: 1.0", ("min_score",)),
+])
+def test_config_schema_refuses_bad_annotate_settings(setting, words, workdir, data_root,
+                                                     tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("annotate:\n  orf_scorer: sometimes\n")
+    bad.write_text(f"annotate:\n  {setting}\n")
     res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--configfile",
                                "config/config.yaml", str(bad)], workdir, data_root)
     out = res.stdout + res.stderr
-    assert res.returncode != 0 and "orf_scorer" in out and "boolean" in out, out[-2000:]
-
-
-def test_config_schema_refuses_a_min_score_of_one(workdir, data_root, tmp_path):
-    """annotate.min_score is a probability below 1 (genoctx annotate --min-score)."""
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("annotate:\n  min_score: 1.0\n")
-    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--configfile",
-                               "config/config.yaml", str(bad)], workdir, data_root)
-    out = res.stdout + res.stderr
-    assert res.returncode != 0 and "min_score" in out, out[-2000:]
+    assert res.returncode != 0 and all(w in out for w in words), out[-2000:]
 
 
 @pytest.fixture(scope="module")
