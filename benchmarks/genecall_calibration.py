@@ -39,7 +39,7 @@ from _report import md_table, section_head, write_section
 from genecall_curated_unseen import curated_genomes
 
 from genoctx.eval.benchmarks.annotation_bacteria import prodigal_calls
-from genoctx.eval.metrics import gene_metrics
+from genoctx.eval.metrics import gene_metrics, stop_key
 from genoctx.heads import rna_genes
 from genoctx.heads.annotate import call_bacterial, drop_weak_genes
 from genoctx.io.annotation import read_genes, read_sequences_genbank
@@ -54,10 +54,6 @@ DATA_ROOT_GENOMES = (
     "genomes/bacteria/Paracoccus_sp._SCN_68-21.gbff.gz",
 )
 BINS = (0.0, 0.4, 0.5, 0.6, 0.8, 1.0)
-
-
-def stop_key(g) -> tuple:
-    return g.contig, g.strand, g.end if g.strand == 1 else g.start
 
 
 def genomes(root: Path, cache: Path):

@@ -114,13 +114,18 @@ def _by_contig(items) -> dict[str, list]:
     return out
 
 
+def check_min_score(min_score: float) -> None:
+    """Refuse a ``--min-score`` that is not a probability in [0, 1)."""
+    if not 0.0 <= min_score < 1.0:
+        raise InputError(f"--min-score is a probability in [0, 1), got {min_score}")
+
+
 def drop_weak_genes(genes: list, min_score: float) -> list:
     """The gene calls whose probability (``score``, the GFF3 score) is at least ``min_score``
     (``genoctx annotate --min-score``); 0 keeps them all. What a probability means depends on
     who annotated the genome it is compared with (docs/annotate.md, "Gene probabilities and
     --min-score")."""
-    if not 0.0 <= min_score < 1.0:
-        raise InputError(f"--min-score is a probability in [0, 1), got {min_score}")
+    check_min_score(min_score)
     return genes if min_score == 0 else [g for g in genes if g.score >= min_score]
 
 
@@ -250,7 +255,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     check_options(procedure, translation_table)  # before the model runs
-    drop_weak_genes([], min_score)  # the value checked, before the model runs
+    check_min_score(min_score)
     if mode == "eukaryote" and min_score:
         raise InputError("--min-score is for prokaryote mode (the bacterial gene decoder's "
                          "calibrated probabilities)")
