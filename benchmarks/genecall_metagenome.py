@@ -8,8 +8,10 @@ and the contigs of all genomes are given together, as a user would give an assem
   the bank (``call_bacterial(..., procedure="meta")``, what ``genoctx annotate --model none
   -p meta`` writes), with 1 worker process and with one per available core;
 * genoctx single — ``--procedure single``: statistics self-trained on all contigs together, as
-  if they were one genome (wrong for a mixture; ``auto`` takes meta when the records' G+C
-  says they are one, :func:`genoctx.heads.decoder.is_mixture`, as it does for these two);
+  if they were one genome (wrong for a mixture);
+* genoctx auto — what ``genoctx annotate`` does by default: when the records' G+C says they
+  are a mixture (:func:`genoctx.heads.decoder.is_mixture`, as for these two) it decodes each
+  G+C group on its own (``--procedure groups``: self-trained from 150 kb, else from the bank);
 * Prodigal meta — pyrodigal ``meta=True`` (``prodigal -p meta``), the usual tool here;
 * Prodigal single — pyrodigal trained on all contigs together.
 
@@ -43,7 +45,7 @@ from genecall_fragments import fragment
 from genoctx.cli.common import available_cores
 from genoctx.eval.metrics import gene_metrics
 from genoctx.heads.annotate import call_bacterial
-from genoctx.heads.decoder import GeneCall
+from genoctx.heads.decoder import GeneCall, auto_procedure
 from genoctx.io.annotation import read_genes, read_sequences_genbank
 from genoctx.io.dataroot import load_manifest, resolve_data_root
 
@@ -91,6 +93,8 @@ def main(argv=None) -> None:
         runs.append(("genoctx meta", cores,
                      lambda: call_bacterial(contigs, procedure="meta", workers=cores)[0]))
     runs += [("genoctx single", 1, lambda: call_bacterial(contigs, procedure="single")[0]),
+             (f"genoctx auto ({auto_procedure(contigs)})", 1,
+              lambda: call_bacterial(contigs, procedure="auto")[0]),
              ("Prodigal meta", 1, lambda: prodigal(contigs, True)),
              ("Prodigal single", 1, lambda: prodigal(contigs, False))]
     rows, meta_calls = [], []
@@ -122,7 +126,8 @@ def main(argv=None) -> None:
         f"evenly spread over each of: {names}. genoctx meta = `genoctx annotate -p meta` "
         "(each contig from the best bank model, adapted to it), with 1 process and with "
         "`--threads` = every available core (the same calls, checked); genoctx single = all "
-        "contigs self-trained together; Prodigal = pyrodigal, metagenomic mode or trained on "
+        "contigs self-trained together; genoctx auto = the default (`groups` for a mixture: "
+        "each G+C group self-trained on its own from 150 kb, else from the bank); Prodigal = pyrodigal, metagenomic mode or trained on "
         "all contigs together. Truth = CDS whose stop codon lies inside a contig; calls running "
         "off a contig's 3' end are left out; match = contig + strand + stop.\n\n"
         + md_table(headers, rows))

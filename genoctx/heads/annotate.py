@@ -23,6 +23,7 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.heads import classes
 from genoctx.heads.decoder import (
+    META_MAX_BP,
     DecoderParams,
     auto_choice,
     call_genes_multi,
@@ -373,13 +374,14 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
             if groups and note is not None:
                 note(f"note: the records' G+C falls in two groups ({groups[0]:.0%} and "
                      f"{groups[1]:.0%}; the smaller holds {groups[2]:.0%} of the bases), as in "
-                     "a metagenome: each record is decoded on its own from the pre-trained "
-                     "models (as -p meta); -p single self-trains on all records together")
-        per_record = procedure == "meta"
+                     "a metagenome: each G+C group is self-trained on its own (as -p groups; "
+                     f"a group under {META_MAX_BP // 1000} kb is decoded record by record from "
+                     "the pre-trained models); -p single self-trains on all records together")
+        per_record = procedure in ("meta", "groups")
         if future is not None:
             with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
                 genes, found = future.result()
-        elif per_record and len(records) > 1:  # many contigs, each decoded on its own: show a bar
+        elif per_record and len(records) > 1:  # many contigs, decoded alone or by group: a bar
             with progress_bar("decoding genes", total=total, quiet=quiet) as bar:
                 genes, found = call_bacterial(records, probs or None, params=params,
                                               rna=rna if use_tools else "none", procedure=procedure,

@@ -1005,20 +1005,48 @@ def _check_probs(p, length: int, contig: str) -> np.ndarray | None:
     return p
 
 
-PROCEDURES = ("auto", "single", "meta")
+PROCEDURES = ("auto", "single", "meta", "groups")
 # auto: inputs shorter than this (all records together) start from the bank. Held out by genus on
 # train genomes (benchmarks/genecall_regions.py --held-out), bank-seeded training gains on
 # windows up to 100 kb and self-training alone is as good from 200 kb.
 META_MAX_BP = 150_000
 # auto: records whose G+C falls in two groups this far apart, the smaller holding at least this
-# share of the bases, are a mixture of organisms (a metagenome) and start from the bank one by
-# one. Set on train genomes (benchmarks/genecall_mixtures.py, docs/decoder.md): cut into
-# 10-kb and 2-kb contigs, no genome's contigs split wider than 0.087 (N. meningitidis MC58,
-# 2 kb); of 15 pairs of genomes mixed, all 7 that split 0.13-0.29 apart lost F1 self-trained
-# together against meta (by 0.001-0.31).
+# share of the bases, are a mixture of organisms (a metagenome): each G+C group is decoded on
+# its own (procedure "groups"). Set on train genomes (benchmarks/genecall_mixtures.py,
+# docs/decoder.md): cut into 10-kb and 2-kb contigs, no genome's contigs split wider than 0.087
+# (N. meningitidis MC58, 2 kb); of 15 pairs of genomes mixed, all 7 that split 0.13-0.29 apart
+# lost F1 self-trained together.
 MIXTURE_GC_GAP = 0.11
 MIXTURE_MIN_SHARE = 0.10
 MIXTURE_MIN_RECORD = 1_000  # bp; shorter records' G+C is too noisy to count
+
+
+def _record_gc(records: list[tuple[str, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    """G+C fraction and A/C/G/T count of every record, [R] each (G+C NaN without such bases)."""
+    gc, n = np.full(len(records), np.nan), np.zeros(len(records))
+    for r, (_, seq) in enumerate(records):
+        at = seq.count(b"A") + seq.count(b"T") + seq.count(b"a") + seq.count(b"t")
+        g = seq.count(b"G") + seq.count(b"C") + seq.count(b"g") + seq.count(b"c")
+        if at + g:
+            gc[r], n[r] = g / (at + g), at + g
+    return gc, n
+
+
+def _gc_split(gc: np.ndarray, n: np.ndarray):
+    """The least-squares split of records (G+C ``gc``, weights ``n``) into two by G+C:
+    ``(G+C of the lower group, of the higher, share of the smaller, sort order, i)`` with the
+    lower group ``order[:i + 1]``; None for fewer than two records."""
+    if len(gc) < 2:
+        return None
+    order = np.argsort(gc, kind="stable")
+    x, w = gc[order], n[order].astype(np.float64)
+    cw, cx, cxx = np.cumsum(w), np.cumsum(w * x), np.cumsum(w * x * x)
+    lw, lx, lxx = cw[:-1], cx[:-1], cxx[:-1]  # split after position i
+    rw, rx, rxx = cw[-1] - lw, cx[-1] - lx, cxx[-1] - lxx
+    sse = (lxx - lx * lx / lw) + (rxx - rx * rx / rw)
+    i = int(np.argmin(sse))
+    return (float(lx[i] / lw[i]), float(rx[i] / rw[i]), float(min(lw[i], rw[i]) / cw[-1]),
+            order, i)
 
 
 def gc_groups(records: list[tuple[str, bytes]]) -> tuple[float, float, float] | None:
@@ -1026,23 +1054,15 @@ def gc_groups(records: list[tuple[str, bytes]]) -> tuple[float, float, float] | 
     higher, share of the bases in the smaller), weighted by length (least squares, as
     one-dimensional 2-means); None for fewer than two records of at least
     ``MIXTURE_MIN_RECORD`` bases."""
-    gc, n = [], []
-    for _, seq in records:
-        at = seq.count(b"A") + seq.count(b"T") + seq.count(b"a") + seq.count(b"t")
-        g = seq.count(b"G") + seq.count(b"C") + seq.count(b"g") + seq.count(b"c")
-        if at + g >= MIXTURE_MIN_RECORD:
-            gc.append(g / (at + g))
-            n.append(at + g)
-    if len(gc) < 2:
-        return None
-    order = np.argsort(gc, kind="stable")
-    x, w = np.asarray(gc)[order], np.asarray(n, dtype=np.float64)[order]
-    cw, cx, cxx = np.cumsum(w), np.cumsum(w * x), np.cumsum(w * x * x)
-    lw, lx, lxx = cw[:-1], cx[:-1], cxx[:-1]  # split after position i
-    rw, rx, rxx = cw[-1] - lw, cx[-1] - lx, cxx[-1] - lxx
-    sse = (lxx - lx * lx / lw) + (rxx - rx * rx / rw)
-    i = int(np.argmin(sse))
-    return float(lx[i] / lw[i]), float(rx[i] / rw[i]), float(min(lw[i], rw[i]) / cw[-1])
+    gc, n = _record_gc(records)
+    keep = n >= MIXTURE_MIN_RECORD
+    split = _gc_split(gc[keep], n[keep])
+    return None if split is None else split[:3]
+
+
+def _is_split(split) -> bool:
+    return (split is not None and split[1] - split[0] >= MIXTURE_GC_GAP
+            and split[2] >= MIXTURE_MIN_SHARE)
 
 
 def is_mixture(records: list[tuple[str, bytes]]) -> tuple[float, float, float] | None:
@@ -1050,20 +1070,46 @@ def is_mixture(records: list[tuple[str, bytes]]) -> tuple[float, float, float] |
     least ``MIXTURE_GC_GAP`` apart, the smaller at least ``MIXTURE_MIN_SHARE`` of the bases),
     else None."""
     groups = gc_groups(records)
-    if groups is None or groups[1] - groups[0] < MIXTURE_GC_GAP or groups[2] < MIXTURE_MIN_SHARE:
-        return None
-    return groups
+    return groups if _is_split(groups) else None
+
+
+def mixture_groups(records: list[tuple[str, bytes]]) -> list[list[int]]:
+    """The records' indices by organism as far as G+C tells them apart: split in two as
+    :func:`is_mixture` does, then each part again while it is itself a mixture by the same rule
+    (three organisms of distinct G+C give three groups). Records under ``MIXTURE_MIN_RECORD``
+    bases join the group of nearest G+C (the largest when they hold no A/C/G/T). One group
+    when the records are not a mixture. Groups are ordered by their first record; each lists
+    its records in input order."""
+    gc, n = _record_gc(records)
+    counted = np.flatnonzero(n >= MIXTURE_MIN_RECORD)
+
+    def split(idx: np.ndarray) -> list[np.ndarray]:
+        s = _gc_split(gc[idx], n[idx])
+        if not _is_split(s):
+            return [idx]
+        order, i = s[3], s[4]
+        return split(idx[order[:i + 1]]) + split(idx[order[i + 1:]])
+
+    parts = split(counted) if len(counted) else []
+    if len(parts) < 2:
+        return [list(range(len(records)))]
+    groups = [set(p.tolist()) for p in parts]
+    mean = np.array([np.average(gc[p], weights=n[p]) for p in parts])
+    largest = int(np.argmax([n[p].sum() for p in parts]))
+    for r in np.flatnonzero(n < MIXTURE_MIN_RECORD).tolist():
+        groups[largest if np.isnan(gc[r]) else int(np.argmin(np.abs(mean - gc[r])))].add(r)
+    return sorted(sorted(g) for g in groups)
 
 
 def auto_choice(records: list[tuple[str, bytes]]
                 ) -> tuple[str, tuple[float, float, float] | None]:
     """What ``procedure="auto"`` decodes ``records`` with, and why: (``meta``, None) under
-    ``META_MAX_BP`` bases in all, (``meta``, groups) for a mixture of organisms
+    ``META_MAX_BP`` bases in all, (``groups``, G+C groups) for a mixture of organisms
     (:func:`is_mixture`), else (``single``, None)."""
     if sum(len(s) for _, s in records) < META_MAX_BP:
         return "meta", None
     groups = is_mixture(records)
-    return ("meta" if groups else "single"), groups
+    return ("groups" if groups else "single"), groups
 
 
 def auto_procedure(records: list[tuple[str, bytes]]) -> str:
@@ -1104,11 +1150,15 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
             GC-frame seed; ``meta`` treats each record on its own, starting from the
             best-scoring pre-trained model of the bank (:mod:`genoctx.heads.meta_models`,
             :meth:`GenomeDecoder.train_meta`; each call's ``attrs["model"]`` names it);
-            ``auto`` (default) is ``meta`` when the records hold under ``META_MAX_BP`` bases
-            in all or their G+C says they are of different organisms (:func:`is_mixture`),
-            else ``single`` (:func:`auto_procedure`).
+            ``groups`` splits the records by organism as far as their G+C tells
+            (:func:`mixture_groups`) and decodes each group on its own: ``single`` from
+            ``META_MAX_BP`` bases, else ``meta``; ``auto`` (default) is ``meta`` when the
+            records hold under ``META_MAX_BP`` bases in all, ``groups`` when their G+C says
+            they are of different organisms (:func:`is_mixture`), else ``single``
+            (:func:`auto_procedure`).
         bank: pre-trained models for ``meta`` (default: the shipped bank).
-        progress: optional callable given the bases of each record as ``meta`` finishes it.
+        progress: optional callable given the bases of each record (of each group, under
+            ``groups``) as it is decoded.
         workers: processes that decode records side by side under ``meta`` (each record is
             decoded on its own, so the calls are the same for any number); 1 decodes here.
 
@@ -1131,6 +1181,8 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         procedure = auto_procedure(records)
     if workers < 1:
         raise InputError(f"workers must be at least 1, got {workers}")
+    if procedure == "groups":
+        return _decode_groups(records, probs, params, closed, circular, bank, progress, workers)
     ring = circular_names([c for c, _ in records], circular)
     if ring:  # a circle has no ends for a gene to run off
         closed = {c: (True, True) if c in ring else closed_ends(closed, c) for c, _ in records}
@@ -1145,6 +1197,26 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
         for g in out:
             g.attrs["transl_table"] = params.translation_table
     return out
+
+
+def _decode_groups(records, probs, params, closed, circular, bank, progress,
+                   workers) -> list[GeneCall]:
+    """``call_genes_multi(procedure="groups")``: each group of :func:`mixture_groups` decoded
+    on its own, self-trained from ``META_MAX_BP`` bases, else record by record from the bank;
+    the calls in the records' order."""
+    out = []
+    for idx in mixture_groups(records):
+        part = [records[i] for i in idx]
+        bases = sum(len(s) for _, s in part)
+        single = bases >= META_MAX_BP
+        out += call_genes_multi(part, {c: probs[c] for c, _ in part if c in probs} if probs
+                                else None, params=params, closed=closed, circular=circular,
+                                procedure="single" if single else "meta", bank=bank,
+                                progress=None if single else progress, workers=workers)
+        if single and progress is not None:
+            progress(bases)
+    rank = {c: i for i, (c, _) in enumerate(records)}
+    return sorted(out, key=lambda g: rank[g.contig])  # stable: each record keeps its order
 
 
 def split_at_gaps(records, probs, closed, circular=frozenset()):

@@ -19,6 +19,7 @@ from genoctx.heads.decoder import (
     call_genes_multi,
     gc_groups,
     is_mixture,
+    mixture_groups,
 )
 from genoctx.io.annotation import read_sequences_genbank
 
@@ -251,25 +252,53 @@ def test_gc_groups_tell_a_mixture_from_one_genome(mixture, data_root):
     eco = _contigs(data_root, "Escherichia_coli_K12_MG1655", 60)
     lo, hi, _ = gc_groups(eco)
     assert 0 < hi - lo < MIXTURE_GC_GAP and is_mixture(eco) is None
-    assert auto_procedure(eco) == "single" and auto_procedure(low + high) == "meta"
+    assert auto_procedure(eco) == "single" and auto_procedure(low + high) == "groups"
+    assert mixture_groups(eco) == [list(range(len(eco)))]
     # records under 1 kb do not count; fewer than two that do: no groups
     assert gc_groups(low[:1] + [("s", b"GGGCCC" * 100)]) is None
     assert gc_groups([("n", b"N" * 5000), ("a", low[0][1])]) is None
 
 
-def test_auto_decodes_a_mixture_record_by_record(mixture):
+def _key(calls):
+    return [(g.contig, g.start, g.end, g.strand, g.score, g.start_codon, g.partial) for g in calls]
+
+
+def test_auto_decodes_each_organism_of_a_mixture_on_its_own(mixture):
     low, high = mixture
-    recs = low + high
+    recs = [r for pair in zip(low, high) for r in pair]  # the organisms' contigs interleaved
     assert sum(len(s) for _, s in recs) > META_MAX_BP
+    assert mixture_groups(recs) == [list(range(0, 40, 2)), list(range(1, 40, 2))]
     auto = call_genes_multi(recs)
-    meta = call_genes_multi(recs, procedure="meta")
-    key = [(g.contig, g.start, g.end, g.strand, g.score) for g in auto]
-    assert key == [(g.contig, g.start, g.end, g.strand, g.score) for g in meta]
-    assert auto and all("model" in g.attrs for g in auto)
-    # each group's contigs are started from a model of its own composition
+    assert _key(auto) == _key(call_genes_multi(recs, procedure="groups"))
+    # each group (200 kb) self-trained as if it were given alone, the calls in input order
+    alone = {g.contig: [] for g in auto}
+    for part in (low, high):
+        for g in call_genes_multi(part, procedure="single"):
+            alone[g.contig].append(g)
+    assert _key(auto) == _key([g for c, _ in recs for g in alone.get(c, [])])
+    assert auto and not any("model" in g.attrs for g in auto)
+    # a group under META_MAX_BP is decoded record by record from the bank, started from a
+    # model of its own composition
+    few = low + high[:3]
+    assert is_mixture(few) and sum(len(s) for _, s in high[:3]) < META_MAX_BP
+    got = call_genes_multi(few)
+    meta = call_genes_multi(high[:3], procedure="meta")
+    assert _key([g for g in got if g.contig.startswith("par")]) == _key(meta)
     gc = {m.name: m.gc for m in mm.default_bank()}
-    for g in auto:
-        assert (gc[g.attrs["model"]] < 0.5) == g.contig.startswith("spy")
+    assert all(gc[g.attrs["model"]] > 0.6 for g in meta) and meta
+    assert _key([g for g in got if g.contig.startswith("spy")]) == _key(
+        call_genes_multi(low, procedure="single"))
+
+
+def test_mixture_groups_split_again_and_place_short_records(mixture, data_root):
+    low, high = mixture
+    mid = _contigs(data_root, "Escherichia_coli_K12_MG1655", 20, tag="eco")
+    recs = high[:10] + mid[:10] + low[:10]
+    assert mixture_groups(recs) == [list(range(10)), list(range(10, 20)), list(range(20, 30))]
+    # under MIXTURE_MIN_RECORD bases: the group of nearest G+C, the largest without bases
+    short = [("at", b"AT" * 200), ("gc", b"GGCCGC" * 60), ("n", b"N" * 50)]
+    # (the all-N record joins the high group: 120 kb against 100 kb)
+    assert mixture_groups(low[:10] + short + high[:12]) == [list(range(11)), list(range(11, 25))]
 
 
 def test_annotate_notes_a_mixture(mixture, tmp_path, cli):
@@ -279,7 +308,7 @@ def test_annotate_notes_a_mixture(mixture, tmp_path, cli):
     code, _, err = cli(["annotate", fa, "--model", "none", "--rna", "none", "--formats", "gff3",
                         "--out", tmp_path / "auto"])
     assert code == 0, err
-    assert "G+C falls in two groups (39% and 67%" in err and "as -p meta" in err
+    assert "G+C falls in two groups (39% and 67%" in err and "as -p groups" in err
     code, _, err = cli(["annotate", fa, "--model", "none", "--rna", "none", "--formats", "gff3",
                         "-p", "single", "--out", tmp_path / "single"])
     assert code == 0, err
