@@ -1203,16 +1203,27 @@ def _decode_groups(records, probs, params, closed, circular, bank, progress,
                    workers) -> list[GeneCall]:
     """``call_genes_multi(procedure="groups")``: each group of :func:`mixture_groups` decoded
     on its own, self-trained from ``META_MAX_BP`` bases, else record by record from the bank;
-    the calls in the records' order."""
+    the calls in the records' order. With two groups or more, each call's
+    ``attrs["gc_group"]`` numbers its group by G+C, 1 the lowest (GFF3 ``gc_group=``)."""
+    groups = mixture_groups(records)
+    gc, n = _record_gc(records)
+    ok = n > 0
+    mean = [float(np.average(gc[i][ok[i]], weights=n[i][ok[i]])) if ok[i].any() else 0.0
+            for i in map(np.asarray, groups)]
+    rank = {k: r + 1 for r, k in enumerate(np.argsort(mean, kind="stable").tolist())}
     out = []
-    for idx in mixture_groups(records):
+    for k, idx in enumerate(groups):
         part = [records[i] for i in idx]
         bases = sum(len(s) for _, s in part)
         single = bases >= META_MAX_BP
-        out += call_genes_multi(part, {c: probs[c] for c, _ in part if c in probs} if probs
-                                else None, params=params, closed=closed, circular=circular,
-                                procedure="single" if single else "meta", bank=bank,
-                                progress=None if single else progress, workers=workers)
+        calls = call_genes_multi(part, {c: probs[c] for c, _ in part if c in probs} if probs
+                                 else None, params=params, closed=closed, circular=circular,
+                                 procedure="single" if single else "meta", bank=bank,
+                                 progress=None if single else progress, workers=workers)
+        if len(groups) > 1:
+            for g in calls:
+                g.attrs["gc_group"] = rank[k]
+        out += calls
         if single and progress is not None:
             progress(bases)
     rank = {c: i for i, (c, _) in enumerate(records)}

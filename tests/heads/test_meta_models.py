@@ -277,6 +277,8 @@ def test_auto_decodes_each_organism_of_a_mixture_on_its_own(mixture):
             alone[g.contig].append(g)
     assert _key(auto) == _key([g for c, _ in recs for g in alone.get(c, [])])
     assert auto and not any("model" in g.attrs for g in auto)
+    # each call names its G+C group, 1 the lower
+    assert {(g.contig[:3], g.attrs["gc_group"]) for g in auto} == {("spy", 1), ("par", 2)}
     # a group under META_MAX_BP is decoded record by record from the bank, started from a
     # model of its own composition
     few = low + high[:3]
@@ -309,7 +311,11 @@ def test_annotate_notes_a_mixture(mixture, tmp_path, cli):
                         "--out", tmp_path / "auto"])
     assert code == 0, err
     assert "G+C falls in two groups (39% and 67%" in err and "as -p groups" in err
+    rows = [ln.split("\t") for ln in (tmp_path / "auto.gff3").read_text().splitlines()
+            if "\tCDS\t" in ln]
+    assert rows and {(r[0][:3], r[8].split("gc_group=")[1].split(";")[0]) for r in rows} == {
+        ("spy", "1"), ("par", "2")}
     code, _, err = cli(["annotate", fa, "--model", "none", "--rna", "none", "--formats", "gff3",
                         "-p", "single", "--out", tmp_path / "single"])
     assert code == 0, err
-    assert "two groups" not in err
+    assert "two groups" not in err and "gc_group=" not in (tmp_path / "single.gff3").read_text()
