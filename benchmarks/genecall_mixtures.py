@@ -2,21 +2,24 @@
 
 Self-training (``single``) learns one set of statistics from all records, right for one genome
 and wrong for a metagenome, whose contigs come from organisms of different composition. ``auto``
-decodes records one by one from the bank (``meta``) when their G+C falls in two groups at least
-``MIXTURE_GC_GAP`` apart, the smaller holding at least ``MIXTURE_MIN_SHARE`` of the bases
-(:func:`genoctx.heads.decoder.is_mixture`). Two tables, on train genomes only:
+decodes each group of records on its own (``groups``) when their G+C falls in two groups at
+least ``MIXTURE_GC_GAP`` apart, the smaller holding at least ``MIXTURE_MIN_SHARE`` of the bases
+(:func:`genoctx.heads.decoder.is_mixture`), or their tetranucleotide profiles in two clusters
+at least ``MIXTURE_TNF_SEPARATION`` apart (:func:`genoctx.heads.decoder.mixture_groups`). Two
+tables, on train genomes only:
 
 * each genome alone, whole and cut into 10-kb and 2-kb contigs: the widest G+C split of its
-  records (none may count as a mixture);
-* every pair of genera of the development genomes, ``--contigs`` contigs of ``--size`` bp of
+  records, the tetranucleotide separation of its best split in two and the groups
+  ``mixture_groups`` makes (none may count as a mixture: one group);
+* every pair of genera of the development genomes (and all of them together), ``--contigs`` contigs of ``--size`` bp of
   each (as genecall_metagenome.py): the split, what ``auto`` chose, and gene F1 of ``single``,
-  ``meta``, ``groups`` (each G+C group of :func:`genoctx.heads.decoder.mixture_groups` decoded
+  ``meta``, ``groups`` (each group of :func:`genoctx.heads.decoder.mixture_groups` decoded
   on its own) and ``auto`` (truth and matching as in genecall_fragments.py). The bank models
   of both genera are left out (Escherichia and Shigella count as one, as in
   genecall_regions.py ``--held-out``): with them, ``meta`` would pick each genome's own model.
 
 Run: ``python benchmarks/genecall_mixtures.py [--size 10000] [--contigs 100] [--no-write]``
-(writes the ``genecall-mixtures`` section of docs/benchmarks.md; about 8 minutes on 2 cores).
+(writes the ``genecall-mixtures`` section of docs/benchmarks.md; about 11 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -41,10 +44,13 @@ from genoctx.heads.annotate import call_bacterial
 from genoctx.heads.decoder import (
     MIXTURE_GC_GAP,
     MIXTURE_MIN_SHARE,
+    MIXTURE_TNF_MIN_RECORDS,
+    MIXTURE_TNF_SEPARATION,
     auto_procedure,
     gc_groups,
     is_mixture,
     mixture_groups,
+    tetranucleotide_separation,
 )
 from genoctx.heads.meta_models import default_bank
 from genoctx.io.annotation import read_sequences_genbank
@@ -72,10 +78,12 @@ def main(argv=None) -> None:
         for size in (None, 10_000, 2_000):
             cut = records if size is None else fragment(records, [], size)[0]
             g = gc_groups(cut)
+            t = tetranucleotide_separation(cut)
             row = [_name(rel), "whole" if size is None else f"{size:,}", len(cut),
                    "-" if g is None else f"{g[0]:.3f} / {g[1]:.3f}",
                    "-" if g is None else f"{g[1] - g[0]:.3f}",
-                   "-" if g is None else f"{g[2]:.3f}", "yes" if is_mixture(cut) else "no"]
+                   "-" if g is None else f"{g[2]:.3f}", "yes" if is_mixture(cut) else "no",
+                   "-" if t is None else f"{t[0]:.2f}", len(mixture_groups(cut))]
             print("\t".join(map(str, row)), flush=True)
             alone.append(row)
 
@@ -96,6 +104,28 @@ def main(argv=None) -> None:
         print("\t".join(map(str, row)), flush=True)
         pairs.append(row)
 
+    # all development genomes in one input: meta is held out genome by genome (it decodes each
+    # record on its own, so each genome's contigs take the bank without its genus)
+    contigs, truth = mock_metagenome(root, list(TRAIN_DEV), args.size, args.contigs)
+    f1, calls_meta = {}, []
+    for rel in TRAIN_DEV:
+        tag = _name(rel) + "|"
+        bank = tuple(m for m in full_bank if genus(m.name) != genus(rel))
+        calls_meta += call_bacterial([c for c in contigs if c[0].startswith(tag)],
+                                     procedure="meta", bank=bank)[0]
+    for proc in ("single", "meta", "groups"):
+        calls = calls_meta if proc == "meta" else call_bacterial(contigs, procedure=proc)[0]
+        m = gene_metrics([c for c in calls if not c.partial[1]], truth)
+        f1[proc] = (m.sensitivity, m.precision, m.f1)
+    groups = mixture_groups(contigs)
+    tags = [_name(rel) + "|" for rel in TRAIN_DEV]
+    purity = sum(max(sum(contigs[i][0].startswith(t) for i in g) for t in tags)
+                 for g in groups) / len(contigs)
+    everything = [[proc if proc != "meta" else "meta (bank without the genome's genus)",
+                   f"{f1[proc][0]:.4f}", f"{f1[proc][1]:.4f}", f"{f1[proc][2]:.4f}"]
+                  for proc in ("single", "meta", "groups")]
+    print(everything, len(groups), purity, flush=True)
+
     body = (
         "## Mixtures of organisms: what `--procedure auto` does with them\n\n"
         f"Command: `python benchmarks/genecall_mixtures.py --size {args.size} "
@@ -104,17 +134,25 @@ def main(argv=None) -> None:
         "G+C groups = the least-squares split of the records into two by G+C (length-weighted; "
         f"records of 1 kb and more). A mixture: groups at least {MIXTURE_GC_GAP} apart, the "
         f"smaller holding at least {MIXTURE_MIN_SHARE} of the bases; `auto` then decodes each "
-        "G+C group on its own (groups: split again while a group is itself a mixture; a group "
+        "group on its own (groups: also split where the records' tetranucleotide profiles form two "
+        f"clusters at least {MIXTURE_TNF_SEPARATION} apart, from {MIXTURE_TNF_MIN_RECORDS} "
+        "records, and again while a group is itself a mixture by either rule; a group "
         "self-trained from 150 kb, else record by record from the bank), else self-trains on "
         "all together (single) from 150 kb in all. Train genomes only; the bank (meta, and "
         "groups under 150 kb) without models of either genome's genus.\n\n"
-        "Each train genome alone (none may read as a mixture):\n\n"
+        "Each train genome alone (none may read as a mixture; tetranucleotide separation of "
+        "the best 2-means split of all its records):\n\n"
         + md_table(["genome", "contigs of", "records", "G+C groups", "gap", "smaller share",
-                    "mixture"], alone)
+                    "mixture by G+C", "tetranucleotide separation", "groups"], alone)
         + f"\n\nTwo development genomes mixed, {args.contigs} contigs of {args.size:,} bp of "
         "each; gene F1 (contig + strand + stop; calls off a contig's 3' end left out):\n\n"
         + md_table(["genomes", "G+C groups", "gap", "smaller share", "auto chose", "groups",
-                    "F1 single", "F1 meta", "F1 groups", "F1 auto"], pairs))
+                    "F1 single", "F1 meta", "F1 groups", "F1 auto"], pairs)
+        + f"\n\nAll {len(TRAIN_DEV)} development genomes mixed, {args.contigs} contigs of "
+        f"{args.size:,} bp of each ({len(contigs)} records): `auto` takes {auto_procedure(contigs)}, "
+        f"{len(groups)} groups, {purity:.3f} of the records in a group whose majority genome is "
+        "their own:\n\n"
+        + md_table(["procedure", "sensitivity", "precision", "F1"], everything))
     if not args.no_write:
         write_section("genecall-mixtures", body)
 

@@ -65,10 +65,11 @@ def annotate(
     procedure: str = typer.Option("auto", "--procedure", "-p", help="Gene statistics: single "
                                   "(self-trained on all records together), meta (each record "
                                   "from the best pre-trained model of the bank, then adapted), "
-                                  "groups (the records split by G+C into organisms, each group "
-                                  "self-trained, or meta under 150 kb) or auto (meta under "
-                                  "150 kb in all, groups when the records' G+C says they are "
-                                  "of different organisms, else single)."),
+                                  "groups (the records split into organisms by G+C and "
+                                  "tetranucleotide profiles, each group self-trained, or meta "
+                                  "under 150 kb) or auto (meta under 150 kb in all, groups when "
+                                  "the records' composition says they are of different "
+                                  "organisms, else single)."),
     translation_table: int = typer.Option(11, "--translation-table", "-g", help="Genetic code "
                                           "of the genes: 11 (bacteria, archaea) or 4 (TGA = Trp: "
                                           "Mycoplasma, Spiroplasma, Ureaplasma)."),

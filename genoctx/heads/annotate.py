@@ -29,6 +29,7 @@ from genoctx.heads.decoder import (
     call_genes_multi,
     check_options,
     circular_names,
+    group_composition,
 )
 from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
@@ -372,11 +373,13 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         if procedure == "auto":  # decided once here, for the bar, the note and the decoder
             procedure, groups = auto_choice(records)
             if groups and note is not None:
-                note(f"note: the records' G+C falls in two groups ({groups[0]:.0%} and "
-                     f"{groups[1]:.0%}; the smaller holds {groups[2]:.0%} of the bases), as in "
-                     "a metagenome: each G+C group is self-trained on its own (as -p groups; "
-                     f"a group under {META_MAX_BP // 1000} kb is decoded record by record from "
-                     "the pre-trained models); -p single self-trains on all records together")
+                parts = sorted(group_composition(records, groups))
+                note(f"note: the records' composition falls in {len(groups)} groups, as in a "
+                     "metagenome (G+C " + ", ".join(f"{gc:.0%}" for gc, _ in parts)
+                     + f"; the smallest holds {min(sh for _, sh in parts):.0%} of the bases): "
+                     "each group is self-trained on its own (as -p groups; a group under "
+                     f"{META_MAX_BP // 1000} kb is decoded record by record from the "
+                     "pre-trained models); -p single self-trains on all records together")
         per_record = procedure in ("meta", "groups")
         if future is not None:
             with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):

@@ -1019,6 +1019,16 @@ META_MAX_BP = 150_000
 MIXTURE_GC_GAP = 0.11
 MIXTURE_MIN_SHARE = 0.10
 MIXTURE_MIN_RECORD = 1_000  # bp; shorter records' G+C is too noisy to count
+# groups: records whose tetranucleotide profiles fall in two clusters this far apart (their
+# centroids' distance over the pooled spread along the line joining them; a unimodal cloud cut
+# in two gives about 2.7) are of different organisms too, however close their G+C. Set on train
+# genomes (benchmarks/genecall_mixtures.py, docs/decoder.md): one genome's 10-, 5- and 2-kb
+# contigs (13 train genomes, 4 pretrain-only Klebsiella) 2.1-3.2; two development genomes'
+# contigs mixed 4.4-16.7, except E. coli + Y. pestis (same order) at 2.8-4.0. Few records
+# inflate it (one genome's 40 contigs reached 4.1, 80 reached 3.8): the rule needs
+# MIXTURE_TNF_MIN_RECORDS records of MIXTURE_MIN_RECORD bases or more.
+MIXTURE_TNF_SEPARATION = 4.5
+MIXTURE_TNF_MIN_RECORDS = 100
 
 
 def _record_gc(records: list[tuple[str, bytes]]) -> tuple[np.ndarray, np.ndarray]:
@@ -1073,22 +1083,104 @@ def is_mixture(records: list[tuple[str, bytes]]) -> tuple[float, float, float] |
     return groups if _is_split(groups) else None
 
 
+def _canonical_4mers() -> np.ndarray:
+    """Index (0..135) of the canonical form (the lesser of a 4-mer and its reverse complement)
+    of each 4-mer code 0..255 (2 bits per base, ACGT)."""
+    code = np.arange(256)
+    rc = sum((3 - ((code >> (2 * j)) & 3)) << (2 * (3 - j)) for j in range(4))
+    _, index = np.unique(np.minimum(code, rc), return_inverse=True)
+    return index
+
+
+_CANONICAL_4MERS = _canonical_4mers()
+
+
+def tetranucleotide_profiles(records: list[tuple[str, bytes]]) -> np.ndarray:
+    """Log frequencies of the 136 canonical tetranucleotides of each record (a pseudocount of
+    one each; 4-mers with a base other than A/C/G/T skipped), [R, 136]: the composition
+    metagenomic binners read, alike on both strands."""
+    out = np.zeros((len(records), 136))
+    for r, (_, seq) in enumerate(records):
+        x = encode(seq).astype(np.int64)
+        c = np.ones(136)
+        if len(x) >= 4:
+            code = (x[:-3] << 6) | (x[1:-2] << 4) | (x[2:-1] << 2) | x[3:]
+            ok = np.maximum(np.maximum(x[:-3], x[1:-2]), np.maximum(x[2:-1], x[3:])) < 4
+            c += np.bincount(_CANONICAL_4MERS[code[ok]], minlength=136)
+        out[r] = np.log(c / c.sum())
+    return out
+
+
+def _tnf_split(x: np.ndarray, w: np.ndarray) -> tuple[float, float, np.ndarray] | None:
+    """Two clusters of profiles ``x`` [R, F] weighted by ``w`` [R] (2-means from the split of
+    the first principal component at its median): ``(separation, share of the smaller,
+    members of the second)``; the separation is the centroids' distance over the pooled spread
+    of the profiles along the line joining them. None when no split is found."""
+    x = x - np.average(x, axis=0, weights=w)
+    _, _, vt = np.linalg.svd(x * np.sqrt(w / w.sum())[:, None], full_matrices=False)
+    p = x @ vt[0]
+    label = p > np.median(p)
+    for _ in range(50):
+        if label.all() or not label.any():
+            return None
+        c0 = np.average(x[~label], axis=0, weights=w[~label])
+        c1 = np.average(x[label], axis=0, weights=w[label])
+        new = ((x - c1) ** 2).sum(1) < ((x - c0) ** 2).sum(1)
+        if (new == label).all():
+            break
+        label = new
+    if label.all() or not label.any() or len(x) < 3:
+        return None
+    c0 = np.average(x[~label], axis=0, weights=w[~label])
+    c1 = np.average(x[label], axis=0, weights=w[label])
+    gap = np.linalg.norm(c1 - c0)
+    if gap == 0:
+        return None
+    q = x @ ((c1 - c0) / gap)
+    spread = np.sqrt((((q[label] - q[label].mean()) ** 2).sum()
+                      + ((q[~label] - q[~label].mean()) ** 2).sum()) / (len(q) - 2))
+    share = min(w[label].sum(), w[~label].sum()) / w.sum()
+    return (float(gap / spread) if spread > 0 else math.inf), float(share), label
+
+
+def tetranucleotide_separation(records: list[tuple[str, bytes]]) -> tuple[float, float] | None:
+    """(separation, share of the smaller) of the best split in two of the records of at least
+    ``MIXTURE_MIN_RECORD`` A/C/G/T bases by their tetranucleotide profiles, as :func:`mixture_groups`
+    reads it (whatever the number of records); None for fewer than three such records."""
+    _, n = _record_gc(records)
+    keep = np.flatnonzero(n >= MIXTURE_MIN_RECORD)
+    if len(keep) < 3:
+        return None
+    t = _tnf_split(tetranucleotide_profiles([records[i] for i in keep.tolist()]), n[keep])
+    return None if t is None else t[:2]
+
+
 def mixture_groups(records: list[tuple[str, bytes]]) -> list[list[int]]:
-    """The records' indices by organism as far as G+C tells them apart: split in two as
-    :func:`is_mixture` does, then each part again while it is itself a mixture by the same rule
-    (three organisms of distinct G+C give three groups). Records under ``MIXTURE_MIN_RECORD``
-    bases join the group of nearest G+C (the largest when they hold no A/C/G/T). One group
-    when the records are not a mixture. Groups are ordered by their first record; each lists
-    its records in input order."""
+    """The records' indices by organism as far as their composition tells them apart: split in
+    two as :func:`is_mixture` does by G+C, or, where G+C does not, where their tetranucleotide
+    profiles (:func:`tetranucleotide_profiles`, from ``MIXTURE_TNF_MIN_RECORDS`` records) form
+    two clusters at least ``MIXTURE_TNF_SEPARATION`` apart, the smaller holding at least
+    ``MIXTURE_MIN_SHARE`` of the bases; then each part again while either rule splits it
+    (three organisms give three groups). Only records of ``MIXTURE_MIN_RECORD`` bases or more
+    count; shorter ones join the group of nearest G+C (the largest when they hold no A/C/G/T).
+    One group when the records are not a mixture. Groups are ordered by their first record;
+    each lists its records in input order."""
     gc, n = _record_gc(records)
     counted = np.flatnonzero(n >= MIXTURE_MIN_RECORD)
+    tnf = tetranucleotide_profiles([records[i] for i in counted.tolist()]) \
+        if len(counted) >= MIXTURE_TNF_MIN_RECORDS else None
+    row = {r: k for k, r in enumerate(counted.tolist())}
 
     def split(idx: np.ndarray) -> list[np.ndarray]:
         s = _gc_split(gc[idx], n[idx])
-        if not _is_split(s):
-            return [idx]
-        order, i = s[3], s[4]
-        return split(idx[order[:i + 1]]) + split(idx[order[i + 1:]])
+        if _is_split(s):
+            order, i = s[3], s[4]
+            return split(idx[order[:i + 1]]) + split(idx[order[i + 1:]])
+        if tnf is not None and len(idx) >= MIXTURE_TNF_MIN_RECORDS:
+            t = _tnf_split(tnf[[row[r] for r in idx.tolist()]], n[idx])
+            if t is not None and t[0] >= MIXTURE_TNF_SEPARATION and t[1] >= MIXTURE_MIN_SHARE:
+                return split(idx[~t[2]]) + split(idx[t[2]])
+        return [idx]
 
     parts = split(counted) if len(counted) else []
     if len(parts) < 2:
@@ -1101,15 +1193,27 @@ def mixture_groups(records: list[tuple[str, bytes]]) -> list[list[int]]:
     return sorted(sorted(g) for g in groups)
 
 
-def auto_choice(records: list[tuple[str, bytes]]
-                ) -> tuple[str, tuple[float, float, float] | None]:
+def group_composition(records: list[tuple[str, bytes]],
+                      groups: list[list[int]]) -> list[tuple[float, float]]:
+    """(G+C, share of the A/C/G/T bases) of each group of records (:func:`mixture_groups`)."""
+    gc, n = _record_gc(records)
+    total = max(n.sum(), 1.0)
+    out = []
+    for g in groups:
+        w = n[g]
+        out.append((float(np.average(gc[g][w > 0], weights=w[w > 0])) if (w > 0).any() else 0.0,
+                    float(w.sum() / total)))
+    return out
+
+
+def auto_choice(records: list[tuple[str, bytes]]) -> tuple[str, list[list[int]] | None]:
     """What ``procedure="auto"`` decodes ``records`` with, and why: (``meta``, None) under
-    ``META_MAX_BP`` bases in all, (``groups``, G+C groups) for a mixture of organisms
-    (:func:`is_mixture`), else (``single``, None)."""
+    ``META_MAX_BP`` bases in all, (``groups``, the groups of :func:`mixture_groups`) for a
+    mixture of organisms, else (``single``, None)."""
     if sum(len(s) for _, s in records) < META_MAX_BP:
         return "meta", None
-    groups = is_mixture(records)
-    return ("groups" if groups else "single"), groups
+    groups = mixture_groups(records)
+    return ("groups", groups) if len(groups) > 1 else ("single", None)
 
 
 def auto_procedure(records: list[tuple[str, bytes]]) -> str:
@@ -1204,12 +1308,10 @@ def _decode_groups(records, probs, params, closed, circular, bank, progress,
     """``call_genes_multi(procedure="groups")``: each group of :func:`mixture_groups` decoded
     on its own, self-trained from ``META_MAX_BP`` bases, else record by record from the bank;
     the calls in the records' order. With two groups or more, each call's
-    ``attrs["gc_group"]`` numbers its group by G+C, 1 the lowest (GFF3 ``gc_group=``)."""
+    ``attrs["composition_group"]`` numbers its group by G+C, 1 the lowest (GFF3
+    ``composition_group=``)."""
     groups = mixture_groups(records)
-    gc, n = _record_gc(records)
-    ok = n > 0
-    mean = [float(np.average(gc[i][ok[i]], weights=n[i][ok[i]])) if ok[i].any() else 0.0
-            for i in map(np.asarray, groups)]
+    mean = [gc for gc, _ in group_composition(records, groups)]
     rank = {k: r + 1 for r, k in enumerate(np.argsort(mean, kind="stable").tolist())}
     out = []
     for k, idx in enumerate(groups):
@@ -1222,7 +1324,7 @@ def _decode_groups(records, probs, params, closed, circular, bank, progress,
                                  progress=None if single else progress, workers=workers)
         if len(groups) > 1:
             for g in calls:
-                g.attrs["gc_group"] = rank[k]
+                g.attrs["composition_group"] = rank[k]
         out += calls
         if single and progress is not None:
             progress(bases)

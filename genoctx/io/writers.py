@@ -226,7 +226,8 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
             # only where the sequence begins; Prodigal's start_type=Edge)
             start = None if _partial_ends(g)[0] else (g.start_codon or None)
             sub += [("start_codon", start)] + part + [
-                ("bank_model", info.get("model")), ("gc_group", info.get("gc_group")),
+                ("bank_model", info.get("model")),
+                ("composition_group", info.get("composition_group")),
                 ("transl_table", info.get("transl_table"))]
         else:  # RNA genes from a sequence finder say what they are and which tool found them
             sub += [(k, info.get(k)) for k in ("product", "inference")] + part

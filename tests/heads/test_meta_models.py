@@ -278,7 +278,7 @@ def test_auto_decodes_each_organism_of_a_mixture_on_its_own(mixture):
     assert _key(auto) == _key([g for c, _ in recs for g in alone.get(c, [])])
     assert auto and not any("model" in g.attrs for g in auto)
     # each call names its G+C group, 1 the lower
-    assert {(g.contig[:3], g.attrs["gc_group"]) for g in auto} == {("spy", 1), ("par", 2)}
+    assert {(g.contig[:3], g.attrs["composition_group"]) for g in auto} == {("spy", 1), ("par", 2)}
     # a group under META_MAX_BP is decoded record by record from the bank, started from a
     # model of its own composition
     few = low + high[:3]
@@ -290,6 +290,24 @@ def test_auto_decodes_each_organism_of_a_mixture_on_its_own(mixture):
     assert all(gc[g.attrs["model"]] > 0.6 for g in meta) and meta
     assert _key([g for g in got if g.contig.startswith("spy")]) == _key(
         call_genes_multi(low, procedure="single"))
+
+
+def test_mixture_groups_tell_organisms_of_like_gc_apart_by_tetranucleotides(data_root):
+    """E. coli and N. meningitidis (51% and 52% G+C) as 10-kb contigs: one group each by their
+    tetranucleotide profiles; either genome's contigs alone stay one group."""
+    eco = _contigs(data_root, "Escherichia_coli_K12_MG1655", 80, tag="eco")
+    nme = _contigs(data_root, "Neisseria_meningitidis_MC58", 80, tag="nme")
+    recs = [r for pair in zip(eco, nme) for r in pair]
+    assert is_mixture(recs) is None  # G+C alone does not tell them apart
+    groups = mixture_groups(recs)
+    assert len(groups) == 2
+    purity = [max(sum(recs[i][0].startswith(t) for i in g) for t in ("eco", "nme")) / len(g)
+              for g in groups]
+    assert min(purity) >= 0.9, purity
+    more = _contigs(data_root, "Escherichia_coli_K12_MG1655", 160, size=2_000, tag="eco")
+    assert mixture_groups(more) == [list(range(160))]
+    # under MIXTURE_TNF_MIN_RECORDS records the profiles are not read
+    assert mixture_groups(recs[:60]) == [list(range(60))]
 
 
 def test_mixture_groups_split_again_and_place_short_records(mixture, data_root):
@@ -310,12 +328,12 @@ def test_annotate_notes_a_mixture(mixture, tmp_path, cli):
     code, _, err = cli(["annotate", fa, "--model", "none", "--rna", "none", "--formats", "gff3",
                         "--out", tmp_path / "auto"])
     assert code == 0, err
-    assert "G+C falls in two groups (39% and 67%" in err and "as -p groups" in err
+    assert "falls in 2 groups, as in a metagenome (G+C 39%, 67%" in err and "as -p groups" in err
     rows = [ln.split("\t") for ln in (tmp_path / "auto.gff3").read_text().splitlines()
             if "\tCDS\t" in ln]
-    assert rows and {(r[0][:3], r[8].split("gc_group=")[1].split(";")[0]) for r in rows} == {
-        ("spy", "1"), ("par", "2")}
+    group = {(r[0][:3], r[8].split("composition_group=")[1].split(";")[0]) for r in rows}
+    assert rows and group == {("spy", "1"), ("par", "2")}
     code, _, err = cli(["annotate", fa, "--model", "none", "--rna", "none", "--formats", "gff3",
                         "-p", "single", "--out", tmp_path / "single"])
     assert code == 0, err
-    assert "two groups" not in err and "gc_group=" not in (tmp_path / "single.gff3").read_text()
+    assert "groups" not in err and "composition_group=" not in (tmp_path / "single.gff3").read_text()
