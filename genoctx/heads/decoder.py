@@ -1254,12 +1254,12 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
             GC-frame seed; ``meta`` treats each record on its own, starting from the
             best-scoring pre-trained model of the bank (:mod:`genoctx.heads.meta_models`,
             :meth:`GenomeDecoder.train_meta`; each call's ``attrs["model"]`` names it);
-            ``groups`` splits the records by organism as far as their G+C tells
-            (:func:`mixture_groups`) and decodes each group on its own: ``single`` from
-            ``META_MAX_BP`` bases, else ``meta``; ``auto`` (default) is ``meta`` when the
-            records hold under ``META_MAX_BP`` bases in all, ``groups`` when their G+C says
-            they are of different organisms (:func:`is_mixture`), else ``single``
-            (:func:`auto_procedure`).
+            ``groups`` splits the records by organism as far as their composition (G+C,
+            tetranucleotide profiles) tells (:func:`mixture_groups`) and decodes each group
+            on its own: ``single`` from ``META_MAX_BP`` bases, else ``meta``; ``auto``
+            (default) is ``meta`` when the records hold under ``META_MAX_BP`` bases in all,
+            ``groups`` when their composition says they are of different organisms, else
+            ``single`` (:func:`auto_choice`).
         bank: pre-trained models for ``meta`` (default: the shipped bank).
         progress: optional callable given the bases of each record (of each group, under
             ``groups``) as it is decoded.
@@ -1328,8 +1328,8 @@ def _decode_groups(records, probs, params, closed, circular, bank, progress,
         out += calls
         if single and progress is not None:
             progress(bases)
-    rank = {c: i for i, (c, _) in enumerate(records)}
-    return sorted(out, key=lambda g: rank[g.contig])  # stable: each record keeps its order
+    where = {c: i for i, (c, _) in enumerate(records)}
+    return sorted(out, key=lambda g: where[g.contig])  # stable: each record keeps its order
 
 
 def split_at_gaps(records, probs, closed, circular=frozenset()):
