@@ -20,6 +20,8 @@ tables, on train genomes only:
 
 Run: ``python benchmarks/genecall_mixtures.py [--size 10000] [--contigs 100] [--no-write]``
 (writes the ``genecall-mixtures`` section of docs/benchmarks.md; about 11 minutes on 2 cores).
+``--uneven N,N,...`` instead mixes the development genomes at uneven abundance, N contigs of
+each, and writes the ``genecall-mixtures-uneven`` section (about 2 minutes).
 """
 
 from __future__ import annotations
@@ -65,8 +67,14 @@ def main(argv=None) -> None:
     ap = parser(__doc__)
     ap.add_argument("--size", type=int, default=10_000)
     ap.add_argument("--contigs", type=int, default=100, help="contigs per genome")
+    ap.add_argument("--uneven", default=None, metavar="N,N,...",
+                    help="instead: one input of the development genomes with these numbers of "
+                    "contigs each (in TRAIN_DEV order), e.g. 300,150,60,30,100,200; writes "
+                    "the genecall-mixtures-uneven section")
     args = ap.parse_args(argv)
     root = resolve_data_root(args.data_root)
+    if args.uneven:
+        return uneven(root, args, [int(k) for k in args.uneven.split(",")])
     manifest = load_manifest(root)
     train = sorted(rel for rel, e in manifest.items()
                    if e.role == "train" and rel.startswith("genomes/bacteria/")
@@ -155,6 +163,50 @@ def main(argv=None) -> None:
         + md_table(["procedure", "sensitivity", "precision", "F1"], everything))
     if not args.no_write:
         write_section("genecall-mixtures", body)
+
+
+def uneven(root, args, counts: list[int]) -> None:
+    """One input of the development genomes at uneven abundance: gene F1 of single, meta (the
+    bank without each genome's genus, genome by genome) and auto, and what each group holds."""
+    if len(counts) != len(TRAIN_DEV):
+        sys.exit(f"--uneven needs {len(TRAIN_DEV)} numbers, one per development genome")
+    contigs, truth = [], []
+    for rel, k in zip(TRAIN_DEV, counts):
+        c, t = mock_metagenome(root, [rel], args.size, k)
+        contigs += c
+        truth += t
+    full_bank, meta = default_bank(), []
+    for rel in TRAIN_DEV:
+        bank = tuple(m for m in full_bank if genus(m.name) != genus(rel))
+        meta += call_bacterial([c for c in contigs if c[0].startswith(_name(rel) + "|")],
+                               procedure="meta", bank=bank)[0]
+    rows = []
+    for name, calls in (("single", call_bacterial(contigs, procedure="single")[0]),
+                        ("meta (bank without the genome's genus)", meta),
+                        (f"auto ({auto_procedure(contigs)})", call_bacterial(contigs)[0])):
+        m = gene_metrics([c for c in calls if not c.partial[1]], truth)
+        rows.append([name, f"{m.sensitivity:.4f}", f"{m.precision:.4f}", f"{m.f1:.4f}"])
+        print("\t".join(rows[-1]), flush=True)
+    held = []
+    for k, g in enumerate(mixture_groups(contigs), 1):
+        who = {}
+        for i in g:
+            who[contigs[i][0].split("|")[0]] = who.get(contigs[i][0].split("|")[0], 0) + 1
+        held.append([k, len(g), ", ".join(f"{n} {v}" for n, v in sorted(who.items(),
+                                                                        key=lambda x: -x[1]))])
+    body = (
+        "## Mixtures at uneven abundance: what `--procedure auto` does with them\n\n"
+        f"Command: `python benchmarks/genecall_mixtures.py --size {args.size} --uneven "
+        f"{','.join(map(str, counts))}`\n\n"
+        f"Machine: {machine()}\n\n"
+        f"One input of {len(contigs)} contigs of {args.size:,} bp: "
+        + ", ".join(f"{k} of {_name(rel)}" for rel, k in zip(TRAIN_DEV, counts))
+        + " (train genomes). Truth and matching as in the genecall-mixtures section.\n\n"
+        + md_table(["procedure", "sensitivity", "precision", "F1"], rows)
+        + "\n\nThe groups `auto` decodes (`mixture_groups`), and whose contigs each holds:\n\n"
+        + md_table(["group", "records", "contigs of"], held))
+    if not args.no_write:
+        write_section("genecall-mixtures-uneven", body)
 
 
 if __name__ == "__main__":
