@@ -23,6 +23,8 @@ EPILOG = """Examples:
 
   genoctx annotate worm_chunk.fa --mode eukaryote --out worm   # spliced genes (exons, CDS)
 
+  genoctx annotate metagenome.fa --out mg   # contigs of many organisms: grouped by composition
+
   genoctx annotate contigs.fa --procedure meta --out contigs   # metagenomic contigs, each alone
 
   genoctx annotate plasmids.fa --circular --out plasmids     # complete circular replicons
