@@ -9,9 +9,10 @@ and the contigs of all genomes are given together, as a user would give an assem
   -p meta`` writes), with 1 worker process and with one per available core;
 * genoctx single — ``--procedure single``: statistics self-trained on all contigs together, as
   if they were one genome (wrong for a mixture);
-* genoctx auto — what ``genoctx annotate`` does by default: when the records' G+C says they
-  are a mixture (:func:`genoctx.heads.decoder.is_mixture`, as for these two) it decodes each
-  G+C group on its own (``--procedure groups``: self-trained from 150 kb, else from the bank);
+* genoctx auto — what ``genoctx annotate`` does by default: when the records' composition
+  says they are a mixture (:func:`genoctx.heads.decoder.mixture_groups`; by G+C for these two)
+  it decodes each group on its own (``--procedure groups``: self-trained from 150 kb, else
+  from the bank);
 * Prodigal meta — pyrodigal ``meta=True`` (``prodigal -p meta``), the usual tool here;
 * Prodigal single — pyrodigal trained on all contigs together.
 
@@ -127,8 +128,8 @@ def main(argv=None) -> None:
         "(each contig from the best bank model, adapted to it), with 1 process and with "
         "`--threads` = every available core (the same calls, checked); genoctx single = all "
         "contigs self-trained together; genoctx auto = the default (`groups` for a mixture: "
-        "each G+C group self-trained on its own from 150 kb, else from the bank); Prodigal = pyrodigal, metagenomic mode or trained on "
-        "all contigs together. Truth = CDS whose stop codon lies inside a contig; calls running "
+        "each composition group self-trained on its own from 150 kb, else from the bank); "
+        "Prodigal = pyrodigal, metagenomic mode or trained on all contigs together. Truth = CDS whose stop codon lies inside a contig; calls running "
         "off a contig's 3' end are left out; match = contig + strand + stop.\n\n"
         + md_table(headers, rows))
     if not args.no_write:

@@ -30,6 +30,7 @@ from genoctx.heads.decoder import (
     check_options,
     circular_names,
     group_composition,
+    group_names,
 )
 from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
@@ -155,7 +156,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
                    params: DecoderParams | None = None, rna: str = "auto",
                    procedure: str = "auto", bank=None, progress=None, workers: int = 1,
                    closed: bool | dict[str, tuple[bool, bool]] = False,
-                   circular: bool | frozenset[str] = False):
+                   circular: bool | frozenset[str] = False,
+                   groups: list[list[str]] | None = None):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
@@ -169,6 +171,8 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     (complete replicons; Prodigal's ``-c``), or only those a ``{record: (first, last)}`` mapping
     marks (:func:`genoctx.heads.decoder.closed_ends`). ``circular``: records that are whole
     circular replicons (True: all), whose genes may cross the origin (``call_genes_multi``).
+    ``groups``: under ``procedure="groups"``, the record names of each group when already
+    known (``call_genes_multi``).
     """
     from genoctx.heads import rna_genes
 
@@ -186,7 +190,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
             workers -= 1
         genes = call_genes_multi(records, probs, params=params, procedure=procedure, bank=bank,
                                  progress=progress, workers=workers, closed=closed,
-                                 circular=circular)
+                                 circular=circular, groups=groups)
         if not finders:
             return genes, None
         found = (future.result() if future is not None
@@ -370,8 +374,10 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
             return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
 
+        known = None  # the groups' record names, when auto found them
         if procedure == "auto":  # decided once here, for the bar, the note and the decoder
             procedure, groups = auto_choice(records)
+            known = group_names(records, groups) if groups else None
             if groups and note is not None:
                 parts = sorted(group_composition(records, groups))
                 note(f"note: the records' composition falls in {len(groups)} groups, as in a "
@@ -389,12 +395,13 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 genes, found = call_bacterial(records, probs or None, params=params,
                                               rna=rna if use_tools else "none", procedure=procedure,
                                               progress=bar.advance, workers=workers, closed=closed,
-                                              circular=ring)
+                                              circular=ring, groups=known)
         else:
             with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
                 genes, found = call_bacterial(records, probs or None, params=params,
                                               rna=rna if use_tools else "none", procedure=procedure,
-                                              workers=workers, closed=closed, circular=ring)
+                                              workers=workers, closed=closed, circular=ring,
+                                              groups=known)
         out_genes, out_rnas = [], []
         genes = drop_weak_genes(genes, min_score)
         genes_of, rnas_of = _by_contig(genes), _by_contig(found or [])  # one pass: many contigs

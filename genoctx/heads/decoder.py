@@ -1116,6 +1116,8 @@ def _tnf_split(x: np.ndarray, w: np.ndarray) -> tuple[float, float, np.ndarray] 
     the first principal component at its median): ``(separation, share of the smaller,
     members of the second)``; the separation is the centroids' distance over the pooled spread
     of the profiles along the line joining them. None when no split is found."""
+    if len(x) < 3:
+        return None
     x = x - np.average(x, axis=0, weights=w)
     _, _, vt = np.linalg.svd(x * np.sqrt(w / w.sum())[:, None], full_matrices=False)
     p = x @ vt[0]
@@ -1129,7 +1131,7 @@ def _tnf_split(x: np.ndarray, w: np.ndarray) -> tuple[float, float, np.ndarray] 
         if (new == label).all():
             break
         label = new
-    if label.all() or not label.any() or len(x) < 3:
+    if label.all() or not label.any():
         return None
     c0 = np.average(x[~label], axis=0, weights=w[~label])
     c1 = np.average(x[label], axis=0, weights=w[label])
@@ -1206,6 +1208,11 @@ def group_composition(records: list[tuple[str, bytes]],
     return out
 
 
+def group_names(records: list[tuple[str, bytes]], groups: list[list[int]]) -> list[list[str]]:
+    """The record names of each group of :func:`mixture_groups` (record indices)."""
+    return [[records[i][0] for i in g] for g in groups]
+
+
 def auto_choice(records: list[tuple[str, bytes]]) -> tuple[str, list[list[int]] | None]:
     """What ``procedure="auto"`` decodes ``records`` with, and why: (``meta``, None) under
     ``META_MAX_BP`` bases in all, (``groups``, the groups of :func:`mixture_groups`) for a
@@ -1235,7 +1242,8 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
                      closed: bool | Mapping[str, tuple[bool, bool]] = False,
                      circular: bool | Collection[str] = False,
                      procedure: str = "auto", bank=None, progress=None,
-                     workers: int = 1) -> list[GeneCall]:
+                     workers: int = 1,
+                     groups: list[list[str]] | None = None) -> list[GeneCall]:
     """Call genes on all contigs of one genome with statistics trained across them.
 
     Args:
@@ -1265,6 +1273,8 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
             ``groups``) as it is decoded.
         workers: processes that decode records side by side under ``meta`` (each record is
             decoded on its own, so the calls are the same for any number); 1 decodes here.
+        groups: under ``groups``, the names of the records of each group when the caller
+            already has them (:func:`auto_choice`, :func:`group_names`); None works them out.
 
     The translation table is ``params.translation_table``: 11 by default, 4 for genomes that
     read TGA as tryptophan (Mycoplasma, Spiroplasma, Ureaplasma); calls then carry
@@ -1281,12 +1291,17 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
     records = [(c, s) for c, s in records if len(s) > 0]
     if not records:
         return []
+    idx = None  # the groups' record indices, once known
     if procedure == "auto":
-        procedure = auto_procedure(records)
+        procedure, idx = auto_choice(records)
     if workers < 1:
         raise InputError(f"workers must be at least 1, got {workers}")
     if procedure == "groups":
-        return _decode_groups(records, probs, params, closed, circular, bank, progress, workers)
+        if idx is None and groups is not None:
+            where = {c: i for i, (c, _) in enumerate(records)}
+            idx = [k for k in ([where[c] for c in g if c in where] for g in groups) if k]
+        return _decode_groups(records, idx if idx is not None else mixture_groups(records),
+                              probs, params, closed, circular, bank, progress, workers)
     ring = circular_names([c for c, _ in records], circular)
     if ring:  # a circle has no ends for a gene to run off
         closed = {c: (True, True) if c in ring else closed_ends(closed, c) for c, _ in records}
@@ -1303,14 +1318,13 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
     return out
 
 
-def _decode_groups(records, probs, params, closed, circular, bank, progress,
+def _decode_groups(records, groups, probs, params, closed, circular, bank, progress,
                    workers) -> list[GeneCall]:
-    """``call_genes_multi(procedure="groups")``: each group of :func:`mixture_groups` decoded
-    on its own, self-trained from ``META_MAX_BP`` bases, else record by record from the bank;
-    the calls in the records' order. With two groups or more, each call's
-    ``attrs["composition_group"]`` numbers its group by G+C, 1 the lowest (GFF3
-    ``composition_group=``)."""
-    groups = mixture_groups(records)
+    """``call_genes_multi(procedure="groups")``: each group (record indices, as
+    :func:`mixture_groups` gives them) decoded on its own, self-trained from ``META_MAX_BP``
+    bases, else record by record from the bank; the calls in the records' order. With two
+    groups or more, each call's ``attrs["composition_group"]`` numbers its group by G+C, 1 the
+    lowest (GFF3 ``composition_group=``)."""
     mean = [gc for gc, _ in group_composition(records, groups)]
     rank = {k: r + 1 for r, k in enumerate(np.argsort(mean, kind="stable").tolist())}
     out = []

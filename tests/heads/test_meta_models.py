@@ -270,6 +270,11 @@ def test_auto_decodes_each_organism_of_a_mixture_on_its_own(mixture):
     assert mixture_groups(recs) == [list(range(0, 40, 2)), list(range(1, 40, 2))]
     auto = call_genes_multi(recs)
     assert _key(auto) == _key(call_genes_multi(recs, procedure="groups"))
+    # groups a caller already knows (by record name) are used as given
+    named = [[c for c, _ in low], [c for c, _ in high]]
+    assert _key(auto) == _key(call_genes_multi(recs, procedure="groups", groups=named))
+    whole = call_genes_multi(recs, procedure="groups", groups=[[c for c, _ in recs]])
+    assert _key(whole) == _key(call_genes_multi(recs, procedure="single"))
     # each group (200 kb) self-trained as if it were given alone, the calls in input order
     alone = {g.contig: [] for g in auto}
     for part in (low, high):
