@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from genoctx.cli.common import model_choice
 from genoctx.errors import InputError
 
 FORMATS = ("gff3", "bed", "bedgraph", "bigwig", "faa", "ffn", "gbk")
@@ -43,14 +44,16 @@ def annotate(
     region: list[str] | None = typer.Option(None, "--region", "-r",
                                             help="Region chr:start-end (1-based, inclusive); repeatable."),
     regions: Path | None = typer.Option(None, "--regions", help="BED file of regions."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Output prefix (default: the input "
-                                    "name without its extension)."),
+    out: str | None = typer.Option(None, "--out", "-o", help="Output prefix (default: the input "
+                                   "name without its extension); a folder (an existing one, or "
+                                   "one ending in /) gets the files inside it."),
     formats: str | None = typer.Option(None, "--formats",
                                        help="Comma-separated: gff3, bed, bedgraph, bigwig "
                                        "(per-base tracks as .bw), faa (proteins), ffn (coding "
                                        "sequences), gbk (GenBank with the bases). Default: "
                                        "gff3,bed,bedgraph (gff3,bed with --model none)."),
-    model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a checkpoint "
+    model: str = typer.Option("embedded", "--model", callback=model_choice,
+                              help="'embedded' (shipped), a checkpoint "
                               "directory, or 'none' (sequence-only decoding)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     context: int = typer.Option(8192, "--context", help="Tokens the model reads per window: BOS + "
@@ -253,16 +256,21 @@ def default_prefix(name: str) -> str:
     return stem
 
 
-def output_prefix(out: Path | None, input_name: str) -> Path:
+def output_prefix(out: str | Path | None, input_name: str) -> Path:
     """Where the outputs go, checked before any work: ``--out`` as given, or inside it when it
-    is a folder (``--out results/``), else the input's name without its extension (see
+    is a folder (``--out results``, or ``--out new/`` for one not made yet: a trailing slash
+    says folder), else the input's name without its extension (see
     :func:`default_prefix`). Missing folders are made when the outputs are written; a prefix
     that could not be written (under a file, or in a folder not writable) fails here, before
     the annotation is computed rather than after."""
     import os
 
+    if out is not None and str(out) == "-":
+        raise InputError("--out -: annotate writes files, not standard output; give a prefix "
+                         "(--out DIR/NAME writes DIR/NAME.gff3, ...) or a folder (--out DIR/)")
+    folder = out is not None and str(out).endswith(("/", os.sep))
     prefix = Path(default_prefix(input_name)) if out is None else Path(out)
-    if prefix.is_dir() or not prefix.name or prefix.name in (".", ".."):
+    if folder or prefix.is_dir() or not prefix.name or prefix.name in (".", ".."):
         prefix = prefix / default_prefix(input_name)
     here = prefix.parent
     while not here.exists() and here != here.parent:  # the nearest folder that exists

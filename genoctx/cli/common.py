@@ -28,3 +28,8 @@ def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | Non
     if region:
         return [fa.resolve(text) for text in region]
     return [Region(name, 0, size) for name, size in fa.lengths.items() if size > 0]
+
+
+def model_choice(value: str) -> str:
+    """``--model``'s value: 'none' and 'embedded' in any case (NONE, Embedded), a path as given."""
+    return value.lower() if value.lower() in ("none", "embedded") else value

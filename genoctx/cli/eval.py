@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from genoctx.cli.common import model_choice
+
 EPILOG = """Benchmarks: annotation-bacteria, annotation-eukaryote, brca1-sge, mpra-saturation,
 promoters, dnabert-promoter (or 'all').
 
@@ -25,7 +27,8 @@ Examples:
 
 def eval_command(
     benchmarks: list[str] | None = typer.Argument(None, help="Benchmark names, or 'all'."),
-    model: str = typer.Option("embedded", "--model", help="'embedded', a checkpoint directory, "
+    model: str = typer.Option("embedded", "--model", callback=model_choice,
+                              help="'embedded', a checkpoint directory, "
                               "or 'none' (baselines only)."),
     data_root: Path | None = typer.Option(None, "--data-root", help="Shared data folder (default: "
                                           "$GENOCTX_DATA_ROOT or ../shared/data)."),

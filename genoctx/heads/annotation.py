@@ -122,6 +122,7 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
     """``(backbone, head)`` from a checkpoint directory or ``"embedded"``; sha256 checked."""
     import json
 
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     from genoctx.errors import InputError
@@ -140,8 +141,13 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
     if expected is None or sha256_file(wpath) != expected:
         raise InputError(f"{wpath} does not match its sha256 file; the checkpoint is corrupt or "
                          "was modified")
-    head = AnnotationHead(AnnotationHeadConfig(**json.loads(cpath.read_text())))
-    head.load_state_dict(load_file(str(wpath)))
+    try:
+        head = AnnotationHead(AnnotationHeadConfig(**json.loads(cpath.read_text())))
+        head.load_state_dict(load_file(str(wpath)))
+    except (ValueError, TypeError, RuntimeError, OSError, SafetensorError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot load the annotation head of {directory} ({cpath.name}, "
+                         f"{wpath.name}): {first}") from None
     return backbone, head.to(device).eval()
 
 

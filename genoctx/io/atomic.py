@@ -23,8 +23,16 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
 
     The temporary file keeps the target's suffix (``suffix`` overrides it) so that libraries
     which pick a format from the file name (numpy's ``.npz``, pysam's ``.vcf.gz``) still work.
+    A symbolic link is followed (its target is replaced, the link kept); a path that exists and
+    is not a regular file (``/dev/stdout``, a named pipe) is written to directly, never
+    replaced.
     """
     path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file() and not path.is_dir():
+        yield path  # a device or a FIFO: nothing to rename, and it must not be replaced
+        return
     here = path.parent
     while not here.exists() and here != here.parent:  # the nearest folder that exists
         here = here.parent

@@ -972,3 +972,33 @@ def test_tracks_without_a_model_are_refused(cli, tmp_path, example_fasta):
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.bed", "d.gff3"]
     assert f"wrote {tmp_path / 'd.gff3'}, {tmp_path / 'd.bed'}" in err
+
+
+def test_out_ending_in_a_slash_is_a_folder_made_for_the_outputs(example_fasta, tmp_path, cli):
+    code, _, err = cli(["annotate", example_fasta, "--model", "NONE", "--formats", "gff3", "-q",
+                        "--out", f"{tmp_path / 'new'}/"])
+    assert code == 0, err  # --model is read in any case, as --procedure and --formats are
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["Yersinia_pestis_pPCP1_NC_005816.gff3"]
+    assert not (tmp_path / "new.gff3").exists()
+    code, _, err = cli(["annotate", example_fasta, "--model", "none", "-q", "--out", "-"])
+    assert code == 2 and "not standard output" in err
+
+
+def test_a_damaged_head_config_is_one_error_line(tmp_path, cli, example_fasta):
+    """A hand-edited or truncated head.json of a checkpoint: an error naming it, no traceback."""
+    from genoctx.model.checkpoint import embedded_dir
+
+    src = embedded_dir()
+    if not (src / "head.safetensors").is_file():
+        pytest.skip("no embedded weights in this build")
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    for name in ("model.safetensors", "model.safetensors.sha256", "config.json", "head.json",
+                 "head.safetensors", "head.safetensors.sha256"):
+        shutil.copy(src / name, ck / name)
+    for text in ("[", "{}"):
+        (ck / "head.json").write_text(text)
+        code, _, err = cli(["annotate", example_fasta, "--model", ck, "-q",
+                            "--out", tmp_path / "x"])
+        assert code == 2 and "Traceback" not in err
+        assert "cannot load the annotation head" in err and len(err.strip().splitlines()) == 1
