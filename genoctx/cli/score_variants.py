@@ -36,6 +36,7 @@ from pathlib import Path
 
 import typer
 
+from genoctx.cli.common import model_choice
 from genoctx.errors import InputError
 
 EPILOG = """Examples:
@@ -186,21 +187,18 @@ def _supervised_score(head, fa, variant, context: int) -> float:
 # ----------------------------------------------------------------------------- passes
 
 @contextlib.contextmanager
-def _rereadable(vcf: Path):
-    """``vcf`` as a file that htslib can read twice (the run reads it twice: a count, then the
-    records): a pipe (``/dev/stdin``) is copied to a temporary file first, and plain gzip
+def _rereadable(given: Path):
+    """``given`` as a file that htslib can read twice (the run reads it twice: a count, then the
+    records): a pipe (``-`` or ``/dev/stdin``) is copied to a temporary file first, and plain gzip
     (which htslib reads but cannot rewind, unlike bgzip) is decompressed into one; a VCF with
     empty lines (hand-edited; htslib stops at the first) is copied without them."""
     import gzip
 
     from genoctx.io.fasta import sniff_format
+    from genoctx.io.spool import rereadable
 
-    with tempfile.TemporaryDirectory(prefix="genoctx-vcf-") as tmpdir:
-        if vcf.exists() and not vcf.is_file() and not vcf.is_dir():  # a pipe or a device
-            copy = Path(tmpdir) / "input"
-            with open(vcf, "rb") as src, open(copy, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-            vcf = copy
+    with tempfile.TemporaryDirectory(prefix="genoctx-vcf-") as tmpdir, \
+            rereadable(given, name="input") as vcf:  # standard input (-), a pipe, a device
         fmt, compression = (sniff_format(vcf) if vcf.is_file() and vcf.stat().st_size
                             else (None, None))
         if compression == "gzip":
@@ -566,7 +564,7 @@ def _version() -> str:
 # ----------------------------------------------------------------------------- command
 
 def score_variants_cmd(
-    variants: Path = typer.Argument(..., help="Input VCF or BCF (plain, bgzip or gzip)."),
+    variants: Path = typer.Argument(..., help="Input VCF or BCF (plain, bgzip or gzip); - reads standard input."),
     reference: Path = typer.Option(..., "--reference", "-R",
                                    help="Reference FASTA the variants were called on."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Output VCF; .vcf.gz is bgzipped "
@@ -577,7 +575,8 @@ def score_variants_cmd(
                                            "(GFF3, GTF or GenBank) for GCX_CLASS and GCX_CONSEQ; "
                                            "default: genes predicted on the reference (and "
                                            "the model head's RNA classes outside them)."),
-    model: str = typer.Option("embedded", "--model", help="'embedded' (shipped), a "
+    model: str = typer.Option("embedded", "--model", callback=model_choice,
+                              help="'embedded' (shipped), a "
                               "checkpoint directory, or 'none': no model runs, so no GCX_DLL "
                               "(GCX_CLASS and GCX_CONSEQ from --annotation or from genes "
                               "predicted on the sequence alone)."),
@@ -602,6 +601,8 @@ def score_variants_cmd(
         raise InputError("--circular makes every sequence a circle, --circular-declared only the "
                          "sequences that say they are: give one of them")
     _check_circular(circular or circular_declared, annotation)
+    if str(variants) == "-" and str(reference) == "-":
+        raise InputError("the VCF and --reference cannot both be standard input (-)")
     from genoctx.io.spool import is_stream, rereadable
 
     # the output header names the reference as given (standard input as "stdin"), not its copy

@@ -147,6 +147,26 @@ def test_score_variants_reads_a_piped_reference(cli, tmp_path, data_root, model_
         assert run(fd, fd) == want
 
 
+def test_score_variants_reads_the_vcf_from_stdin(cli, tmp_path, example_fasta, stdin):
+    from genoctx.io.fasta import FastaFile
+
+    fa = FastaFile(example_fasta)
+    contig = fa.contigs[0]
+    base = fa.fetch(contig, 99, 100).decode().upper()
+    text = ("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+            f"{contig}\t100\t.\t{base}\t{'A' if base != 'A' else 'C'}\t.\t.\t.\n")
+    (tmp_path / "in.vcf").write_text(text)
+    args = ["-R", example_fasta, "--model", "none", "-q"]
+    code, want, err = cli(["score-variants", tmp_path / "in.vcf", *args])
+    assert code == 0, err
+    stdin(text.encode())
+    code, got, err = cli(["score-variants", "-", *args])
+    assert code == 0, err
+    assert got == want and "GCX_CLASS=" in got
+    code, _, err = cli(["score-variants", "-", "-R", "-", "--model", "none", "-q"])
+    assert code == 2 and "both be standard input" in err
+
+
 def test_eval_refuses_a_piped_input_and_leaves_no_folder(cli, tmp_path, example_fasta,
                                                         example_genbank):
     pred = tmp_path / "p"
