@@ -564,7 +564,8 @@ def _version() -> str:
 # ----------------------------------------------------------------------------- command
 
 def score_variants_cmd(
-    variants: Path = typer.Argument(..., help="Input VCF or BCF (plain, bgzip or gzip); - reads standard input."),
+    variants: Path = typer.Argument(..., help="Input VCF or BCF (plain, bgzip or gzip); - reads "
+                                    "standard input."),
     reference: Path = typer.Option(..., "--reference", "-R",
                                    help="Reference FASTA the variants were called on."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Output VCF; .vcf.gz is bgzipped "

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from genoctx.errors import InputError
+from genoctx.io.spool import is_stream
 
 
 def _umask() -> int:
@@ -30,7 +31,7 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     path = Path(path)
     if path.is_symlink():
         path = path.resolve()
-    if path.exists() and not path.is_file() and not path.is_dir():
+    if str(path) != "-" and is_stream(path):
         yield path  # a device or a FIFO: nothing to rename, and it must not be replaced
         return
     here = path.parent
