@@ -153,6 +153,12 @@ def annotate(
     # a pipe's name (/dev/fd/63) says nothing: its outputs are named as standard input's
     piped = is_stream(input) and (str(input) == "-" or input.name.isdigit())
     prefix = output_prefix(out, "stdin" if piped else input.name)
+    from genoctx.heads.annotate import output_paths
+
+    for path in output_paths(prefix, chosen, mode.lower()):  # before the work, not after
+        if path.is_dir():
+            raise InputError(f"cannot write {path}: it is a folder (move it, or give another "
+                             "--out)")
     with rereadable(input, name="stdin.fa") as given, \
             _flatfile_as_fasta(given, shown_name(input)) as (source, rings):
         if not circular and (circular_declared or not quiet) and source == given:

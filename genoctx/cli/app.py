@@ -29,6 +29,9 @@ app = typer.Typer(
 )
 
 # Command modules, in the order they appear in --help. Each defines register(app).
+# the exit status after Ctrl-C (128 + SIGINT, as shells report it)
+INTERRUPTED = 130
+
 COMMAND_MODULES = ("tokenize", "info", "model", "embed", "train", "annotate", "score_variants", "eval")
 
 
@@ -68,12 +71,14 @@ def run(argv: list[str] | None = None) -> int:
     args = [a for a in args if a != "--debug"]
     try:
         result = app(args=args, standalone_mode=False, prog_name="genoctx")
+        if result == INTERRUPTED:  # typer turns Ctrl-C into Exit(130), returned here
+            print("genoctx: interrupted", file=sys.stderr)
         return int(result) if isinstance(result, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
         print("genoctx: aborted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except ClickException as exc:  # bad option, missing argument, ...
         exc.show(file=sys.stderr)
         return exc.exit_code
@@ -96,7 +101,7 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("genoctx: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
 
 
 def main() -> None:

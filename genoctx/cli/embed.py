@@ -34,9 +34,15 @@ def read_tokens(path: Path, region: str | None):
     return ids, where
 
 
+# --out names that get text (a header line, then one row per base) rather than .npy
+TEXT_SUFFIXES = {".tsv": "\t", ".txt": "\t", ".csv": ","}
+
+
 def embed(
     input: Path = typer.Argument(..., help="FASTA file (plain, gzip, bgzip, xz or bzip2)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output .npy file (written atomically)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output file (written atomically): .npy "
+                             "(numpy), or text for a name ending .tsv/.txt (tabs) or .csv: a "
+                             "header line, then one row per base."),
     region: str = typer.Option(None, "--region", "-r",
                                help="Region, 1-based inclusive: chr1:1,000-2,000 or a contig "
                                     "name. Needed when the file holds several records."),
@@ -82,8 +88,15 @@ def embed(
     with progress_bar(f"embed {where}", total=len(ids) + 1, quiet=quiet) as bar:
         emb = net.embed(tokens, segment_len=segment_len, progress=bar.advance)[0]
     arr = (emb.mean(0) if pool == "mean" else emb).float().cpu().numpy()
+    delimiter = TEXT_SUFFIXES.get(out.suffix.lower())
     with atomic_path(out) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, arr)
+        if delimiter is None:
+            np.save(fh, arr)
+        else:  # one line per base (one line for --pool mean), forward then reverse strand
+            d = arr.shape[-1] // 2
+            names = [f"fwd_{i}" for i in range(d)] + [f"rev_{i}" for i in range(d)]
+            np.savetxt(fh, arr.reshape(-1, arr.shape[-1]), fmt="%.7g", delimiter=delimiter,
+                       header=delimiter.join(names), comments="#")
     typer.echo(f"wrote {out}: {list(arr.shape)} float32 embeddings of {where} ({len(ids):,} bp)")
 
 

@@ -119,6 +119,38 @@ def _sequence_text(info: dict) -> list[str]:
     return lines
 
 
+def _alignment_text(info: dict) -> list[str]:
+    """The text of an alignment file's summary: unknowns are ``-`` (``null`` in ``--json``),
+    with a line that says why the counts are missing (they come from the index)."""
+    def shown(value) -> str:
+        if value is None:
+            return "-"
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else \
+            str(value)
+
+    rest = {k: v for k, v in info.items() if k not in ("path", "format", "compression",
+                                                        "compressed", "references")}
+    lines = [f"{info['path']}: {FORMAT_NAMES.get(info['format'], info['format'])} "
+             f"({info['compression']})"]
+    lines += [f"  {key}: {'unknown' if key == 'sorted' and v is None else shown(v)}"
+              for key, v in rest.items()]
+    refs = info["references"]
+    lines.append("  references:")
+    lines += ["    " + r for r in _table(
+        [["name", "length", "mapped", "unmapped"]]
+        + [[r["name"], shown(r["length"]), shown(r["mapped"]), shown(r["unmapped"])]
+           for r in refs[:MAX_ROWS]])]
+    if len(refs) > MAX_ROWS:
+        lines.append(f"    ... {len(refs) - MAX_ROWS:,} more references (--json lists all)")
+    if info["mapped"] is None:
+        how = ("a SAM file has no index: convert it to a sorted BAM (samtools sort -o x.bam "
+               "FILE), then samtools index x.bam") if info["format"] == "sam" else (
+            "index it (samtools index FILE, or pysam.index) for per-contig counts"
+            if not info["has_index"] else "this index holds no counts (CRAM)")
+        lines.append(f"note: read counts come from the index; {how}")
+    return lines
+
+
 def _generic_text(info: dict, indent: str = "") -> list[str]:
     lines = []
     for key, value in info.items():
@@ -150,7 +182,9 @@ def info(
         typer.echo(json.dumps(data, indent=2, default=str))
     elif "records" in data and "totals" in data:
         typer.echo("\n".join(_sequence_text(data)))
-    else:  # BAM/CRAM/SAM, VCF/BCF: a heading line, then what the reader found
+    elif "has_index" in data:  # BAM/CRAM/SAM
+        typer.echo("\n".join(_alignment_text(data)))
+    else:  # VCF/BCF: a heading line, then what the reader found
         rest = {k: v for k, v in data.items()
                 if k not in ("path", "format", "compression", "compressed")}
         typer.echo("\n".join([f"{data['path']}: {FORMAT_NAMES.get(data['format'], data['format'])}"

@@ -186,6 +186,18 @@ def _check_paths(input: Path, out: Path, kind: Kind, reference: Path | None) -> 
         raise InputError(f"--out {out} is a directory; give a file name such as tokens.npz")
     if out.exists() and out.resolve() == input.resolve():
         raise InputError("--out would overwrite the input file")
+    if input.is_file():  # a pipe is read once: its format is checked where it is read
+        from genoctx.io.fasta import FORMAT_NAMES, sniff_format
+
+        fmt, _ = sniff_format(input)
+        aligned = fmt in ("bam", "cram", "sam")
+        if aligned and kind is not Kind.pileup:
+            raise InputError(f"{input} is {FORMAT_NAMES[fmt]}: aligned reads are tokenized with "
+                             "--kind pileup --reference REF.fa (the FASTA they are aligned to)")
+        if kind is Kind.pileup and fmt in ("fasta", "genbank", "embl"):
+            raise InputError(f"--kind pileup reads aligned reads (BAM, CRAM or SAM), and {input} "
+                             f"is {FORMAT_NAMES[fmt]}: give the reads as INPUT and this file as "
+                             "--reference, or drop --kind pileup")
     if kind is Kind.pileup and reference is None:
         raise InputError("--kind pileup needs --reference REF.fa (the FASTA the reads are "
                          "aligned to)")

@@ -13,6 +13,8 @@ where the contig lengths are known (from ``--fasta``, the GenBank records, or GF
 
 from __future__ import annotations
 
+import re
+
 import time
 from pathlib import Path
 
@@ -59,26 +61,49 @@ def _score(name: str, calls: list, truth: list, truth_path: Path, lengths) -> tu
     return m, rows
 
 
+# NCBI's database tags in FASTA headers (gi|...|ref|...|): shared by unrelated names
+_NCBI_TAGS = frozenset({"gi", "ref", "gb", "emb", "dbj", "lcl", "gnl", "pdb", "sp", "tr", "tpg",
+                        "tpe", "tpd", "pir", "prf", "pat", "bbs", "gpp", "nat"})
+
+
+def _name_keys(name: str, versioned: bool) -> set[str]:
+    """The ``|``-separated tokens of a name that identify a sequence (the database tags left
+    out), with or without their ``.version`` suffix."""
+    toks = {t for t in name.split("|") if t and t not in _NCBI_TAGS}
+    if versioned:
+        return toks
+    return {m.group(1) for t in toks if (m := _ACCESSION.fullmatch(t))}
+
+
+# an accession (NC_000913.3, CP009072, AE014075.1): only these lose a ".version" to match, so
+# that contig.1 and contig.2 stay apart
+_ACCESSION = re.compile(r"([A-Za-z]{1,6}_?[A-Za-z]{0,4}\d{5,})(?:\.\d+)?")
+
+
 def contig_aliases(names, truth_names) -> dict[str, str]:
-    """Map sequence names to the truth's where they differ only in decoration.
+    """Map sequence names to the truth's where they differ only in decoration, either way.
 
     NCBI FASTA headers such as ``gi|45478711|ref|NC_005816.1|`` name the record the GenBank
-    file calls ``NC_005816.1``; a name matches when one ``|``-separated token equals a truth name,
-    or equals it without the ``.version`` suffix. Names that match exactly, or ambiguously, keep
-    their own name.
+    file calls ``NC_005816.1``, and a truth written from such a FASTA carries the long name
+    where the predictions may carry the short one. Two names match when they share a
+    ``|``-separated token (NCBI's database tags ``gi``, ``ref``, ... do not count), first as
+    written, else without the ``.version`` suffix. Names that match exactly, or ambiguously,
+    keep their own name.
     """
     truth_names = set(truth_names)
-    unversioned: dict[str, list[str]] = {}
-    for t in truth_names:
-        unversioned.setdefault(t.rsplit(".", 1)[0], []).append(t)
+    index: dict[bool, dict[str, set[str]]] = {True: {}, False: {}}
+    for versioned, keys in index.items():
+        for t in truth_names:
+            for k in _name_keys(t, versioned):
+                keys.setdefault(k, set()).add(t)
     out = {}
     for n in set(names):
         if n in truth_names:
             continue
-        hits = {tok for tok in n.split("|") if tok in truth_names}
-        if not hits:
-            hits = {t for tok in n.split("|") for t in unversioned.get(tok.rsplit(".", 1)[0], [])
-                    if tok}
+        for versioned in (True, False):
+            hits = {t for k in _name_keys(n, versioned) for t in index[versioned].get(k, ())}
+            if hits:
+                break
         if len(hits) == 1:
             out[n] = hits.pop()
     return out

@@ -32,6 +32,7 @@ from genoctx.heads.decoder import (
     group_composition,
     group_names,
 )
+from genoctx.io.atomic import staged_prefix
 from genoctx.io.fasta import FastaFile, check_nucleotide
 from genoctx.io.regions import Region
 from genoctx.progress import progress_bar, status
@@ -425,14 +426,16 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
                      workers: int = 1) -> list[Path]:
     """Write ``PREFIX.gff3``, ``PREFIX.bed``, ``PREFIX.faa`` (proteins), ``PREFIX.ffn`` (coding
     sequences), ``PREFIX.gbk`` (GenBank), ``PREFIX.<track>.bedgraph`` and/or
-    ``PREFIX.<track>.bw`` (bigWig), as ``formats`` asks; returns the paths.
+    ``PREFIX.<track>.bw`` (bigWig), as ``formats`` asks; returns the paths. The files are
+    written into a temporary folder beside ``PREFIX`` and moved into place together when all
+    are complete (:func:`genoctx.io.atomic.staged_prefix`): a failure or Ctrl-C leaves the
+    files of an earlier run as they were, never a mix of old and new.
 
     Eukaryote-mode results are written as gene → mRNA → exon + CDS (GFF3) and BED12. With
     ``gff3_fasta`` the GFF3 ends with a ``##FASTA`` section holding the input's contigs (as
-    Prokka writes it; pangenome tools such as Roary and Panaroo need it). Each file is written
-    to a temporary name and renamed when complete. With ``locus_tag`` every gene and RNA gene
-    is named ``LOCUS_TAG_00001``, ... in every file (:func:`genoctx.io.writers.assign_locus_tags`)
-    instead of ``contig_N``. With ``workers`` > 1 and tracks of at least
+    Prokka writes it; pangenome tools such as Roary and Panaroo need it). With ``locus_tag``
+    every gene and RNA gene is named ``LOCUS_TAG_00001``, ... in every file
+    (:func:`genoctx.io.writers.assign_locus_tags`) instead of ``contig_N``. With ``workers`` > 1 and tracks of at least
     :data:`TRACK_POOL_MIN_BASES` bases, the track files (one per track and format, each about
     0.1 s per Mb for bedGraph, 0.35 s for bigWig) are written by up to ``workers`` processes
     while this one writes the rest; the bytes are the same.
@@ -448,22 +451,21 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
         raise InputError("sequence output (proteins, CDS, GenBank, GFF3 ##FASTA) needs the "
                          "annotated FASTA (Annotation.source)")
     prefix = Path(prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    written = []
-    jobs = _track_jobs(prefix, result, formats)
     per_track = sum(len(next(iter(t.values()))) for t in result.tracks.values() if t)
-    with contextlib.ExitStack() as stack:
-        futures = None
-        if workers > 1 and len(jobs) > 1 and per_track >= TRACK_POOL_MIN_BASES:
-            futures = _track_jobs_in_background(stack, jobs, workers)
-        written += _write_sequence_files(prefix, result, formats, gff3_fasta, needs_bases)
-        if futures is None:
-            for job in jobs:
-                _write_track(*job)
-        else:
-            for f in futures:
-                f.result()
-    return written + [job[1] for job in jobs]
+    with staged_prefix(prefix) as stage:  # all files land together, or none does
+        jobs = _track_jobs(stage, result, formats)
+        with contextlib.ExitStack() as stack:
+            futures = None
+            if workers > 1 and len(jobs) > 1 and per_track >= TRACK_POOL_MIN_BASES:
+                futures = _track_jobs_in_background(stack, jobs, workers)
+            written = _write_sequence_files(stage, result, formats, gff3_fasta, needs_bases)
+            if futures is None:
+                for job in jobs:
+                    _write_track(*job)
+            else:
+                for f in futures:
+                    f.result()
+    return [prefix.with_name(p.name) for p in written + [job[1] for job in jobs]]
 
 
 # the track files of write_annotation go to worker processes from this many bases per track on
@@ -472,12 +474,27 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
 TRACK_POOL_MIN_BASES = 4_000_000
 
 
+# the file name ending of each output format (tracks: PREFIX.<track>.<ending>)
+SUFFIXES = {"gff3": "gff3", "bed": "bed", "faa": "faa", "ffn": "ffn", "gbk": "gbk"}
+TRACK_SUFFIXES = {"bedgraph": "bedgraph", "bigwig": "bw"}
+
+
+def output_paths(prefix: str | Path, formats, mode: str = "prokaryote") -> list[Path]:
+    """The files :func:`write_annotation` writes for ``formats`` (tracks when the result has
+    them), so that a command can check them before it computes anything."""
+    prefix = Path(prefix)
+    names = EUKARYOTE_TRACKS if mode == "eukaryote" else TRACKS
+    return ([prefix.with_name(f"{prefix.name}.{SUFFIXES[f]}") for f in SUFFIXES if f in formats]
+            + [prefix.with_name(f"{prefix.name}.{name}.{TRACK_SUFFIXES[f]}")
+               for f in TRACK_SUFFIXES if f in formats for name in names])
+
+
 def _track_jobs(prefix: Path, result: Annotation, formats) -> list[tuple]:
     """``(format, path, per-target tracks, track name, lengths)`` of every track file."""
     names = EUKARYOTE_TRACKS if result.mode == "eukaryote" else TRACKS
     rank = {c: k for k, c in enumerate(result.lengths)}
     jobs = []
-    for fmt, ext in (("bedgraph", "bedgraph"), ("bigwig", "bw")):
+    for fmt, ext in TRACK_SUFFIXES.items():
         if fmt not in formats or not result.tracks:
             continue
         for name in names:
@@ -521,7 +538,7 @@ def _write_sequence_files(prefix: Path, result: Annotation, formats, gff3_fasta:
     written = []
     with FastaFile(result.source) if needs_bases else contextlib.nullcontext() as fa:
         if "gff3" in formats:
-            path = prefix.with_name(prefix.name + ".gff3")
+            path = prefix.with_name(f"{prefix.name}.{SUFFIXES['gff3']}")
             attrs = {"model_sha256": result.model_sha256} if result.model_sha256 else None
             fetch = fa.fetch if gff3_fasta else None
             if spliced:
@@ -531,7 +548,7 @@ def _write_sequence_files(prefix: Path, result: Annotation, formats, gff3_fasta:
                            fasta=fetch, circular=result.circular)
             written.append(path)
         if "bed" in formats:
-            path = prefix.with_name(prefix.name + ".bed")
+            path = prefix.with_name(f"{prefix.name}.{SUFFIXES['bed']}")
             if spliced:
                 write_spliced_bed(path, result.genes)
             else:
@@ -540,11 +557,11 @@ def _write_sequence_files(prefix: Path, result: Annotation, formats, gff3_fasta:
         # genes carry their own translation table (attrs["transl_table"]) when it is not 11
         for fmt, protein in (("faa", True), ("ffn", False)):
             if fmt in formats:
-                path = prefix.with_name(f"{prefix.name}.{fmt}")
+                path = prefix.with_name(f"{prefix.name}.{SUFFIXES[fmt]}")
                 write_gene_fasta(path, result.genes, result.lengths, fa.fetch, protein=protein)
                 written.append(path)
         if "gbk" in formats:
-            path = prefix.with_name(f"{prefix.name}.gbk")
+            path = prefix.with_name(f"{prefix.name}.{SUFFIXES['gbk']}")
             write_genbank(path, result.genes, result.rnas,
                           [(t.contig, t.start, t.end, result.lengths[t.contig])
                            for t in result.targets], fa.fetch, circular=result.circular)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,23 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def _in_folder_of(path: Path, make):
+    """``make(folder)`` for ``path``'s folder, made first when missing; a clear
+    :class:`InputError` where that cannot be (a file in the way, no permission, no space)."""
+    here = path.parent
+    while not here.exists() and here != here.parent:  # the nearest folder that exists
+        here = here.parent
+    if not here.is_dir():
+        raise InputError(f"cannot write {path}: {here} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return make(path.parent)
+    except PermissionError:
+        raise InputError(f"cannot write {path}: the folder {here} is not writable") from None
+    except OSError as exc:  # a read-only file system, no space left, ...
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @contextlib.contextmanager
@@ -34,19 +52,9 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     if str(path) != "-" and is_stream(path):
         yield path  # a device or a FIFO: nothing to rename, and it must not be replaced
         return
-    here = path.parent
-    while not here.exists() and here != here.parent:  # the nearest folder that exists
-        here = here.parent
-    if not here.is_dir():
-        raise InputError(f"cannot write {path}: {here} is a file, not a folder")
     sfx = suffix if suffix is not None else "".join(path.suffixes)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{sfx}", dir=path.parent)
-    except PermissionError:
-        raise InputError(f"cannot write {path}: the folder {here} is not writable") from None
-    except OSError as exc:  # a read-only file system, no space left, ...
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    fd, tmp = _in_folder_of(path, lambda folder: tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=f".tmp{sfx}", dir=folder))
     os.close(fd)
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
@@ -64,3 +72,34 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs) -> Iterator:
     """Open a temporary file beside ``path`` for writing; rename it onto ``path`` on success."""
     with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as fh:
         yield fh
+
+
+@contextlib.contextmanager
+def staged_prefix(prefix: str | Path) -> Iterator[Path]:
+    """Yield a prefix in a temporary folder beside ``prefix``, for a command that writes a set
+    of files ``PREFIX.*``: when the block succeeds every file written under the yielded prefix
+    is moved onto its name beside ``prefix``; when it fails (an error, Ctrl-C) none is, and the
+    files already there are left as they were. Names are checked before any file is moved (a
+    folder in the way fails without moving one); a symbolic link or a device is treated as by
+    :func:`atomic_path`. Separate processes may write into the folder (it is a plain path)."""
+    prefix = Path(prefix)
+    stage = Path(_in_folder_of(prefix, lambda folder: tempfile.mkdtemp(
+        prefix=f".{prefix.name}.", suffix=".tmp", dir=folder)))
+    try:
+        yield stage / prefix.name
+        moves = []
+        for made in sorted(stage.iterdir()):
+            dest = prefix.with_name(made.name)
+            if dest.is_symlink():
+                dest = dest.resolve()
+            if dest.is_dir():
+                raise InputError(f"cannot write {dest}: it is a folder")
+            moves.append((made, dest))
+        for made, dest in moves:
+            if dest.parent == stage.parent and not is_stream(dest):
+                os.replace(made, dest)
+            else:  # a link to another folder (maybe another file system), a device, a pipe
+                with atomic_path(dest) as tmp, open(made, "rb") as src, open(tmp, "wb") as out:
+                    shutil.copyfileobj(src, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

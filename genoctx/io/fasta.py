@@ -154,6 +154,15 @@ def _require_fasta(path: Path) -> str:
     if fmt != "fasta":
         hint = _FASTA_HINTS.get(fmt, "a FASTA file starts with a '>name' header line")
         raise InputError(f"{path} is not FASTA (it looks like {FORMAT_NAMES[fmt]}); {hint}")
+    with open(path, "rb") as fh:
+        first_line = _peek(fh.read(1 << 16), compression, path).split(b"\n", 1)[0]
+    if b"\r" in first_line.rstrip(b"\r"):  # lines end in CR alone: one endless header line
+        how = {"none": f"tr '\\r' '\\n' < {path.name} > fixed.fa",
+               "gzip": f"gzip -dc {path.name} | tr '\\r' '\\n' > fixed.fa"}
+        raise InputError(f"{path}: its lines end in a carriage return alone (classic Mac OS), "
+                         "so it reads as one header line; convert it first: "
+                         + how.get("gzip" if compression == "bgzf" else compression,
+                                   "decompress it, then tr '\\r' '\\n' < it > fixed.fa"))
     return compression
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import itertools
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -134,6 +135,31 @@ def _quiet_htslib():
         pysam.set_verbosity(previous)
 
 
+def _what_is_wrong(path: Path, number: int) -> str | None:
+    """What is wrong with the 0-based ``number``-th record of a text VCF (plain or gzip), in
+    words, where htslib's own message ("truncated file" for a POS that is not a number) would
+    mislead; None where it cannot tell (BCF, a standard-input copy gone, a fine-looking line)."""
+    try:
+        with open(path, "rb") as probe:
+            gz = probe.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rt", errors="replace") if gz
+              else open(path, errors="replace")) as fh:
+            lines = (ln for ln in fh if not ln.startswith("#"))
+            line = next(itertools.islice(lines, number, None), None)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    if line is None:
+        return None
+    cols = line.rstrip("\r\n").split("\t")
+    if len(cols) < 8:
+        return (f"{len(cols)} tab-separated column(s), a VCF record needs at least 8"
+                + ("; the line holds spaces: are the columns separated by spaces?"
+                   if " " in line.strip() else ""))
+    if not cols[1].isdigit():
+        return f"POS {cols[1][:20]!r} is not a whole number"
+    return None
+
+
 def _records(vf: pysam.VariantFile, path: Path) -> Iterator:
     """The records of an open file; htslib parse errors become InputError."""
     it = iter(vf)
@@ -144,7 +170,8 @@ def _records(vf: pysam.VariantFile, path: Path) -> Iterator:
         except StopIteration:
             return
         except (ValueError, OSError) as exc:
-            raise InputError(f"{path}: record {number + 1} is malformed ({exc}); check its "
+            why = _what_is_wrong(path, number) or f"htslib: {exc}"
+            raise InputError(f"{path}: record {number + 1} is malformed ({why}); check its "
                              "columns (CHROM POS ID REF ALT QUAL FILTER INFO)") from None
         number += 1
         yield rec

@@ -158,6 +158,57 @@ def test_output_prefix_that_cannot_be_written_fails_before_any_work(example_fast
     assert code == 2 and "is a file, not a folder" in err and "Traceback" not in err
 
 
+def test_an_output_name_taken_by_a_folder_fails_before_any_work(example_fasta, tmp_path, cli,
+                                                                 monkeypatch):
+    from genoctx.heads import annotate
+
+    def never(*args, **kwargs):
+        raise AssertionError("annotated before the output names were checked")
+
+    monkeypatch.setattr(annotate, "annotate_fasta", never)
+    (tmp_path / "x.CDS_minus.bedgraph").mkdir()
+    code, _, err = cli(["annotate", example_fasta, "-q", "--out", tmp_path / "x"])
+    assert code == 2 and "x.CDS_minus.bedgraph: it is a folder" in err
+    assert "Traceback" not in err
+
+
+def test_a_run_that_fails_while_writing_leaves_the_earlier_outputs_whole(example_fasta, tmp_path,
+                                                                        cli, monkeypatch):
+    """All of PREFIX.* is replaced together: a run that fails after writing its GFF3 (here the
+    BED writer fails, as a full disk would) leaves the earlier run's GFF3 and BED as they were,
+    and no temporary files."""
+    import errno
+
+    from genoctx.io import writers
+
+    argv = ["annotate", example_fasta, "--model", "none", "-q", "--formats", "gff3,bed",
+            "--out", tmp_path / "x"]
+    code, _, err = cli(argv)
+    assert code == 0, err
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert sorted(before) == ["x.bed", "x.gff3"]
+
+    def full(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(writers, "write_bed", full)
+    code, _, err = cli(argv + ["--locus-tag", "NEW"])  # a run whose GFF3 would differ
+    assert code == 2 and "No space left on device" in err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_ctrl_c_says_interrupted_and_exits_130(example_fasta, tmp_path, cli, monkeypatch):
+    from genoctx.heads import annotate
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(annotate, "annotate_fasta", interrupted)
+    code, _, err = cli(["annotate", example_fasta, "-q", "--out", tmp_path / "x"])
+    assert code == 130 and err.strip() == "genoctx: interrupted"
+    assert not list(tmp_path.iterdir())
+
+
 def test_os_errors_while_writing_are_one_line_not_a_traceback(example_fasta, tmp_path, cli,
                                                               monkeypatch):
     import errno

@@ -96,9 +96,25 @@ def test_bam_goes_to_bam_info(cli, data_root):
     path = data_root / "reads" / "ex1" / "ex1.bam"
     code, out, err = cli(["info", path])
     assert code == 0, err
-    assert "chr1" in out and "1575" in out
+    assert "chr1" in out and "1,575" in out
+    assert "None" not in out and "note: read counts come from the index" in out  # no index
     code, out, _ = cli(["info", path, "--json"])
-    assert json.loads(out)["format"] == "bam"
+    assert json.loads(out)["format"] == "bam" and json.loads(out)["mapped"] is None
+
+
+def test_an_indexed_bam_shows_the_index_counts(cli, data_root, tmp_path):
+    import pysam
+
+    path = tmp_path / "ex1.bam"
+    path.write_bytes((data_root / "reads" / "ex1" / "ex1.bam").read_bytes())
+    pysam.index(str(path))
+    with pysam.AlignmentFile(str(path)) as af:
+        mapped = {c: sum(1 for r in af.fetch(c) if not r.is_unmapped) for c in af.references}
+    code, out, err = cli(["info", path])
+    assert code == 0, err
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines()[1:] if ln.startswith("    chr")}
+    assert {c: int(r[2].replace(",", "")) for c, r in rows.items()} == mapped
+    assert "note:" not in out
 
 
 def test_vcf_goes_to_vcf_info(cli, tmp_path):

@@ -92,6 +92,19 @@ def test_embed_region(cli, small_ckpt, example_fasta, tmp_path):
     assert np.load(mean_out).shape == (64,)
 
 
+@pytest.mark.parametrize("name, delimiter", [("emb.tsv", "\t"), ("emb.csv", ",")])
+def test_embed_to_text_holds_the_npy_values(cli, small_ckpt, example_fasta, tmp_path, name,
+                                            delimiter):
+    args = ["embed", example_fasta, "--region", f"{{{CONTIG}}}:101-300", "--model", small_ckpt,
+            "--segment-len", "256", "-q", "--out"]
+    assert cli(args + [tmp_path / "emb.npy"])[0] == 0
+    assert cli(args + [tmp_path / name])[0] == 0
+    header = (tmp_path / name).read_text().splitlines()[0]
+    assert header.startswith("#fwd_0" + delimiter) and header.endswith(delimiter + "rev_31")
+    text = np.loadtxt(tmp_path / name, delimiter=delimiter, ndmin=2)
+    np.testing.assert_allclose(text, np.load(tmp_path / "emb.npy"), rtol=1e-6, atol=1e-7)
+
+
 def test_embed_errors_leave_no_output(cli, small_ckpt, example_fasta, tmp_path):
     out = tmp_path / "e.npy"
     code, _, err = cli(["embed", example_fasta, "--model", small_ckpt, "--segment-len", "100",

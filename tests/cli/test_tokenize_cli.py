@@ -218,6 +218,20 @@ def test_bad_input_fails_cleanly(run_cli, data_root, example_genbank, tmp_path, 
     assert not outdir.exists() or list(outdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("args, message", [
+    (["{bam}"], "ex1.bam is BAM: aligned reads are tokenized with --kind pileup"),
+    (["{bam}", "--reference", "{fa}"], "ex1.bam is BAM: aligned reads are tokenized with"),
+    (["{fa}", "--kind", "pileup"], "is FASTA: give the reads as INPUT and this file as "
+                                   "--reference"),
+])
+def test_reads_and_reference_mixed_up_are_named(run_cli, data_root, ce_fa, tmp_path, args,
+                                                message):
+    bam = data_root / "reads" / "ex1" / "ex1.bam"
+    argv = ["tokenize"] + [a.format(bam=bam, fa=ce_fa) for a in args]
+    code, _, err = run_cli(argv + ["--out", tmp_path / "t.npz"])
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
 def test_out_is_a_directory(run_cli, ce_fa, tmp_path):
     code, _, err = run_cli(["tokenize", ce_fa, "--out", tmp_path])
     assert code != 0 and "directory" in err and len(err.strip().splitlines()) == 1

@@ -88,6 +88,16 @@ def test_contig_aliases():
     truth = {"NC_005816.1", "NC_000913.3"}
     got = contig_aliases(["gi|45478711|ref|NC_005816.1|", "NC_000913", "NC_000913.3", "chrX"], truth)
     assert got == {"gi|45478711|ref|NC_005816.1|": "NC_005816.1", "NC_000913": "NC_000913.3"}
+    # the other way: a truth written from NCBI's FASTA names, predictions with the accession
+    truth = {"gi|45478711|ref|NC_005816.1|", "gi|16082679|ref|NC_003131.1|"}
+    got = contig_aliases(["NC_005816.1", "NC_003131", "chrX", "gi|1|ref|NC_9.1|"], truth)
+    assert got == {"NC_005816.1": "gi|45478711|ref|NC_005816.1|",
+                   "NC_003131": "gi|16082679|ref|NC_003131.1|"}
+    # an ambiguous name keeps its own
+    assert contig_aliases(["NC_000001"], {"NC_000001.1", "NC_000001.2"}) == {}
+    # a version is dropped from accessions only: contig.2 is not contig.1
+    assert contig_aliases(["contig.2", "NC_000913"], {"contig.1", "NC_000913.3"}) == {
+        "NC_000913": "NC_000913.3"}
 
 
 def _gff_from_truth(genes, path, drop=0, extra=()):

@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from genoctx.io.atomic import atomic_open
+from genoctx.errors import InputError
+from genoctx.io.atomic import atomic_open, staged_prefix
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
@@ -42,7 +43,7 @@ def test_a_named_pipe_is_written_through_not_replaced(tmp_path):
         with open(pipe) as fh:
             got.append(fh.read())
 
-    reader = threading.Thread(target=read)
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     with atomic_open(pipe) as fh:
         fh.write("through the pipe\n")
@@ -50,3 +51,58 @@ def test_a_named_pipe_is_written_through_not_replaced(tmp_path):
     assert got == ["through the pipe\n"]
     assert not pipe.is_file() and pipe.exists()  # still a pipe
     assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
+def _write_set(stage, names, fail_after=None):
+    for k, name in enumerate(names):
+        if k == fail_after:
+            raise RuntimeError("stopped halfway")
+        with atomic_open(stage.with_name(f"{stage.name}.{name}")) as fh:
+            fh.write(f"new {name}\n")
+
+
+def test_a_set_of_files_lands_together_or_not_at_all(tmp_path):
+    """An earlier run's files stay whole when a later run fails halfway: never new GFF3 beside
+    an old BED."""
+    prefix = tmp_path / "out" / "genome"
+    with staged_prefix(prefix) as stage:
+        assert stage.name == "genome" and stage.parent.parent == tmp_path / "out"
+        _write_set(stage, ["gff3", "bed"])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["genome.bed", "genome.gff3"]
+    assert (tmp_path / "out" / "genome.bed").read_text() == "new bed\n"
+
+    (tmp_path / "out" / "genome.gff3").write_text("old gff3\n")
+    (tmp_path / "out" / "genome.bed").write_text("old bed\n")
+    with pytest.raises(RuntimeError), staged_prefix(prefix) as stage:
+        _write_set(stage, ["gff3", "bed"], fail_after=1)
+    assert (tmp_path / "out" / "genome.gff3").read_text() == "old gff3\n"
+    assert (tmp_path / "out" / "genome.bed").read_text() == "old bed\n"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["genome.bed", "genome.gff3"]
+
+
+def test_a_folder_in_the_way_moves_no_file_of_the_set(tmp_path):
+    (tmp_path / "g.bed").mkdir()
+    with pytest.raises(InputError, match=r"g\.bed: it is a folder"), \
+            staged_prefix(tmp_path / "g") as stage:
+        _write_set(stage, ["gff3", "bed"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.bed"]  # no g.gff3, no stage
+
+
+def test_a_set_member_that_is_a_link_or_pipe_is_kept(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "real.gff3").write_text("old\n")
+    (tmp_path / "g.gff3").symlink_to(elsewhere / "real.gff3")
+    got = []
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "g.bed")
+        reader = threading.Thread(target=lambda: got.append((tmp_path / "g.bed").read_text()),
+                                  daemon=True)
+        reader.start()
+    with staged_prefix(tmp_path / "g") as stage:
+        _write_set(stage, ["gff3", "bed"] if hasattr(os, "mkfifo") else ["gff3"])
+    assert (tmp_path / "g.gff3").is_symlink()
+    assert (elsewhere / "real.gff3").read_text() == "new gff3\n"
+    if hasattr(os, "mkfifo"):
+        reader.join(timeout=10)
+        assert got == ["new bed\n"] and not (tmp_path / "g.bed").is_file()

@@ -200,6 +200,21 @@ def test_crlf_files(tmp_path):
     assert list(iter_records(crlf)) == records
 
 
+@pytest.mark.parametrize("opener, how", [(open, "tr '\\r' '\\n' < cr.fa"),
+                                          (gzip.open, "gzip -dc cr.fa | tr")])
+def test_lines_ending_in_cr_alone_are_refused_with_the_fix(tmp_path, opener, how):
+    """Classic Mac OS line ends would read as one header and no bases ("no sequence")."""
+    records = _random_records(3, seed=5)
+    text = b"".join(b">" + n.encode() + b" desc\r" + s + b"\r" for n, s in records)
+    with opener(tmp_path / "cr.fa", "wb") as fh:
+        fh.write(text)
+    with pytest.raises(InputError, match="carriage return alone") as err:
+        FastaFile(tmp_path / "cr.fa")
+    assert how in str(err.value)
+    with pytest.raises(InputError, match="carriage return alone"):
+        list(iter_records(tmp_path / "cr.fa"))
+
+
 def test_ragged_lines_fall_back_to_memory(tmp_path):
     path = tmp_path / "ragged.fa"
     path.write_bytes(b">a\nACGTACGT\nAC\nGGGGGGGGGGG\n>b\nTTTT")

@@ -129,8 +129,11 @@ HEADER = "##fileformat=VCFv4.2\n##contig=<ID=17,length=4200>\n" \
 
 
 @pytest.mark.parametrize("text, match", [
-    (HEADER + "17\tabc\t.\tA\tC\t.\t.\t.\n", "record 1 is malformed"),
-    (HEADER + "17\t5\t.\tA\tC\t.\t.\t.\n17\t9\t.\tA\n", "record 2 is malformed"),
+    (HEADER + "17\tabc\t.\tA\tC\t.\t.\t.\n",
+     r"record 1 is malformed \(POS 'abc' is not a whole number\)"),
+    (HEADER + "17\t5\t.\tA\tC\t.\t.\t.\n17\t9\t.\tA\n",
+     r"record 2 is malformed \(4 tab-separated column\(s\), a VCF record needs at least 8\)"),
+    (HEADER + "17 5 . A C . . .\n", "are the columns separated by spaces"),
     ("##fileformat=VCFv4.2\n17\t5\t.\tA\tC\t.\t.\t.\n", "cannot read the VCF header"),
     (">chr1\nACGT\n", "not VCF"),
 ])
@@ -138,6 +141,15 @@ def test_malformed_vcf_raises_input_error(tmp_path, text, match):
     path = tmp_path / "bad.vcf"
     path.write_text(text)
     with pytest.raises(InputError, match=match):
+        list(iter_variants(path))
+
+
+def test_a_bad_record_of_a_bgzipped_vcf_is_explained_too(tmp_path):
+    plain = tmp_path / "bad.vcf"
+    plain.write_text(HEADER + "17\t5\t.\tA\tC\t.\t.\t.\n17\t1e3\t.\tA\tC\t.\t.\t.\n")
+    path = tmp_path / "bad.vcf.gz"
+    pysam.tabix_compress(str(plain), str(path))
+    with pytest.raises(InputError, match="record 2 is malformed \\(POS '1e3' is not a whole"):
         list(iter_variants(path))
 
 
