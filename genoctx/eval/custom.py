@@ -203,6 +203,9 @@ def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
         m, rows = _score(label, calls, true, truth_path, lengths)
         notes = [(f"{len(calls)} predicted genes from {pred_path.name}; {len(true)} true genes "
                   f"in {truth_path.name}.")]
+        if not calls:
+            notes.append(f"{pred_path.name} holds no CDS to score: sensitivity is 0, and "
+                         "precision and F1 (shown as 0) are undefined. Is it the right file?")
         if crossing:
             notes.append(f"{crossing} predicted gene(s) across a contig's origin left out, "
                          "as the truth leaves out joined CDS.")

@@ -137,6 +137,18 @@ def test_predictions_mode_scores_by_hand(tmp_path, cli, example_genbank, example
     assert g.contig == "NC_005816.1"
 
 
+def test_empty_predictions_are_scored_with_a_note(tmp_path, cli, example_genbank):
+    empty = tmp_path / "empty.gff3"
+    empty.write_text("##gff-version 3\n")
+    code, _, err = cli(["eval", "--predictions", empty, "--truth", example_genbank,
+                        "--out", tmp_path / "e", "-q"])
+    assert code == 0, err
+    bench = json.loads((tmp_path / "e" / "metrics.json").read_text())["benchmarks"]
+    got = bench["predictions"]["metrics"]["empty.gff3"]
+    assert got["n_pred"] == 0 and got["sensitivity"] == 0.0
+    assert "holds no CDS to score" in (tmp_path / "e" / "report.md").read_text()
+
+
 def test_predictions_mode_reads_genbank(tmp_path, cli, example_genbank, example_fasta):
     """A GenBank file of predictions (Prokka, Bakta, `genoctx annotate --formats gbk`) scores as
     its GFF3; the truth record itself scores 1.0."""
