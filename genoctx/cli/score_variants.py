@@ -438,7 +438,9 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     summary.records, summary.variants = stats.records, stats.variants
     summary.ref_mismatch, summary.unknown_contig = stats.ref_mismatch, stats.unknown_contig
     summary.symbolic, summary.ambiguous = stats.symbolic, stats.ambiguous
-    summary.indexed = compressed and _index(Path(out))
+    from genoctx.io.spool import is_stream
+
+    summary.indexed = compressed and not is_stream(out) and _index(Path(out))
     return summary
 
 
@@ -642,8 +644,11 @@ def _score_variants(variants, reference, out, model, context, annotation, batch_
                         circular=frozenset(rings) if circular_declared else circular,
                         reference_name=reference_name)
     if out is not None and out.name.endswith((".gz", ".bgz")) and not summary.indexed:
-        typer.echo(f"genoctx: warning: {out} is not tabix-indexed (records not sorted by "
-                   "position)", err=True)
+        from genoctx.io.spool import is_stream
+
+        why = ("a pipe or device is not indexed" if is_stream(out) else
+               "records not sorted by position")
+        typer.echo(f"genoctx: warning: {out} is not tabix-indexed ({why})", err=True)
     if not quiet:
         where = f"; wrote {out}" if out is not None else ""
         typer.echo(f"genoctx: {summary.line()}{where}", err=True)

@@ -167,6 +167,35 @@ def test_score_variants_reads_the_vcf_from_stdin(cli, tmp_path, example_fasta, s
     assert code == 2 and "both be standard input" in err
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_score_variants_writes_bgzip_into_a_named_pipe_without_indexing_it(cli, tmp_path,
+                                                                          example_fasta):
+    import pysam
+
+    from genoctx.io.fasta import FastaFile
+
+    fa = FastaFile(example_fasta)
+    contig = fa.contigs[0]
+    base = fa.fetch(contig, 99, 100).decode().upper()
+    (tmp_path / "in.vcf").write_text(
+        "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+        f"{contig}\t100\t.\t{base}\t{'A' if base != 'A' else 'C'}\t.\t.\t.\n")
+    pipe = tmp_path / "out.vcf.gz"
+    os.mkfifo(pipe)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    code, _, err = cli(["score-variants", tmp_path / "in.vcf", "-R", example_fasta,
+                        "--model", "none", "-q", "-o", pipe])
+    reader.join(timeout=10)
+    assert code == 0, err
+    assert "pipe or device is not indexed" in err and not (tmp_path / "out.vcf.gz.tbi").exists()
+    (tmp_path / "copy.vcf.gz").write_bytes(got[0])
+    with pysam.VariantFile(str(tmp_path / "copy.vcf.gz")) as vf:
+        assert [r.pos for r in vf] == [100] and "GCX_CLASS" in vf.header.info
+    assert pipe.exists() and not pipe.is_file()
+
+
 def test_eval_refuses_a_piped_input_and_leaves_no_folder(cli, tmp_path, example_fasta,
                                                         example_genbank):
     pred = tmp_path / "p"
