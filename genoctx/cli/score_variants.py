@@ -4,7 +4,9 @@ Every record is copied with these INFO fields added (declared in the header):
 
 - ``GCX_DLL`` (Number=A, Float): alt − ref log-likelihood of the window, mean of both strands
   (:mod:`genoctx.heads.variant`); not with ``--model none``, which runs no model and gives the
-  two fields below alone;
+  two fields below alone. An indel's windows differ in length, so its score carries the
+  length change (insertions lower, deletions higher: ``benchmarks/variant_length_bias.py``);
+  compare it with variants of the same length change;
 - ``GCX_CLASS`` (Number=1, String): annotation class at POS, from ``--annotation``, else from the
   genes the decoder predicts (below; so the class and the consequence agree), with the RNA
   classes of the checkpoint's annotation head outside them;
