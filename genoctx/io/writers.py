@@ -240,13 +240,15 @@ def write_gff3(path: str | Path, genes: list, rna: list, lengths: dict[str, int]
 
 
 def _write_fasta_section(fh, lengths: dict[str, int], fetch) -> None:
-    """``##FASTA`` and every non-empty contig's bases (60 a line), one contig in memory at a time."""
+    """``##FASTA`` and every non-empty contig's bases (60 a line), one contig in memory at a time.
+    Each header is the contig's seqid as column 1 writes it (escaped the same way), so that
+    readers that match the two as text (gffutils, and Panaroo through it) find each other."""
     fh.write("##FASTA\n")
     for contig, n in lengths.items():
         if n <= 0:
             continue
         seq = _as_text(fetch(contig, 0, n))
-        fh.write(f">{contig}\n")
+        fh.write(f">{_esc_seqid(contig)}\n")
         fh.writelines(seq[i:i + 60] + "\n" for i in range(0, len(seq), 60))
 
 
