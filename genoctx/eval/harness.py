@@ -38,7 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from genoctx.errors import InputError
-from genoctx.io.dataroot import HELD_OUT_ROLES, require_role, resolve_data_root, sha256_file
+from genoctx.io.dataroot import (
+    HELD_OUT_ROLES,
+    load_manifest,
+    require_role,
+    resolve_data_root,
+    sha256_file,
+)
 
 # CLI name -> module under genoctx.eval.benchmarks, in report order.
 BENCHMARKS: dict[str, str] = {
@@ -107,7 +113,13 @@ class BenchContext:
         if not path.exists():
             raise InputError(f"data file {rel} not found under {self.data_root}")
         role = require_role(path, HELD_OUT_ROLES, self.data_root, purpose="evaluation")
-        self.data_files[rel] = {"sha256": sha256_file(path), "role": role}
+        digest = sha256_file(path)
+        listed = load_manifest(self.data_root).get(rel)
+        if listed is not None and listed.sha256 != digest:  # another listed file's bytes
+            raise InputError(f"data file {rel}: its sha256 ({digest[:12]}...) is not the one "
+                             f"the data manifest lists for it ({listed.sha256[:12]}...): it was "
+                             "changed or replaced")
+        self.data_files[rel] = {"sha256": digest, "role": role}
         return path
 
     def user_file(self, path: str | Path) -> Path:

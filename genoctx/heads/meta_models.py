@@ -125,6 +125,7 @@ def bank_genomes(data_root=None) -> list[tuple[str, list[tuple[str, bytes]]]]:
         TRAINABLE_ROLES,
         load_manifest,
         require_trainable,
+        require_unseen,
         resolve_data_root,
     )
     from genoctx.io.fasta import iter_records
@@ -141,6 +142,7 @@ def bank_genomes(data_root=None) -> list[tuple[str, list[tuple[str, bytes]]]]:
             records = list(read_sequences_genbank(path))
         else:
             records = list(iter_records(path))
+        require_unseen(records, e.path, root)
         name = path.name.split(".gbff")[0].split(".fna")[0]
         out.append((name, [(c, s) for c, s in records if len(s)]))
     return out

@@ -260,7 +260,12 @@ def load_examples(data_root=None):
     chunk with a GFF, both files checked by the training role guard; each record gives its +
     strand and its reverse complement, introns as (donor t, acceptor t) on that strand."""
     from genoctx.io.annotation import read_genes
-    from genoctx.io.dataroot import load_manifest, require_trainable, resolve_data_root
+    from genoctx.io.dataroot import (
+        load_manifest,
+        require_trainable,
+        require_unseen,
+        resolve_data_root,
+    )
     from genoctx.io.fasta import iter_records
 
     root = resolve_data_root(data_root)
@@ -275,7 +280,9 @@ def load_examples(data_root=None):
         require_trainable(root / fa, root)
         genes = read_genes(root / rel)
         ex = []
-        for contig, seq in iter_records(root / fa):
+        records = list(iter_records(root / fa))
+        require_unseen(records, fa, root)
+        for contig, seq in records:
             x = encode(seq)
             mine = [g for g in genes if g.contig == contig and not g.pseudo]
             plus, minus = intron_sites(mine, len(x))

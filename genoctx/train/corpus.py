@@ -3,6 +3,9 @@
 Every file is checked against ``MANIFEST.tsv`` by sha256 before it is opened
 (:func:`genoctx.io.dataroot.require_trainable`): a file whose role is ``validation`` or
 ``benchmark`` — or that is not in the manifest at all — is refused, whatever its name or path.
+Its records are then compared with those of the held-out files
+(:func:`genoctx.io.dataroot.require_unseen`): a held-out genome in other bytes (decompressed,
+recompressed, converted to FASTA) is refused too.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.heads.classes import IGNORE_INDEX
-from genoctx.io.dataroot import load_manifest, require_trainable, resolve_data_root, sha256_file
+from genoctx.io.dataroot import (
+    load_manifest,
+    require_trainable,
+    require_unseen,
+    resolve_data_root,
+    sha256_file,
+)
 from genoctx.tokenize import nucleotide as nt
 
 # Near-identical strains are weighted down so that they count about as one genome.
@@ -109,7 +118,9 @@ def lm_corpus(data_root=None) -> Corpus:
     for rel in rels:
         path, info = _guarded(rel, data_root)
         files.append(info)
-        for name, seq in read_sequences(path):
+        seqs = read_sequences(path)
+        require_unseen(seqs, rel, data_root)
+        for name, seq in seqs:
             records.append(Record(name=name, ids=nt.encode(seq), weight=_weight(rel), source=rel))
     return Corpus(records, files)
 
@@ -129,6 +140,7 @@ def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
         path, info = _guarded(rel, data_root)
         files.append(info)
         seqs = read_sequences(path)
+        require_unseen(seqs, rel, data_root)
         tracks = label_tracks(read_features(path), {n: len(s) for n, s in seqs})
         for name, seq in seqs:
             records.append(Record(name, nt.encode(seq), labels_from_tracks(tracks[name]),
@@ -139,6 +151,7 @@ def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
         fa_path, fa_info = _guarded(fa_rel, data_root)
         files += [gff_info, fa_info]
         seqs = read_sequences(fa_path)
+        require_unseen(seqs, fa_rel, data_root)
         tracks = label_tracks(read_features(gff_path), {n: len(s) for n, s in seqs})
         for name, seq in seqs:
             if name in tracks:

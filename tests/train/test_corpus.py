@@ -29,6 +29,60 @@ def test_a_renamed_copy_keeps_its_role(data_root, tmp_path):
         require_trainable(copy, data_root)
 
 
+HI = "genomes/bacteria/Haemophilus_influenzae_Rd_KW20.gbff.gz"
+
+
+def _root_with(tmp_path, data_root, rows):
+    """A data root holding the real H. influenzae file (validation) and ``rows`` of
+    ``(path, file bytes, role)`` listed before it, in that order."""
+    import hashlib
+
+    root = tmp_path / "root"
+    (root / "genomes" / "bacteria").mkdir(parents=True)
+    (root / HI).symlink_to(data_root / HI)
+    real = load_manifest(data_root)[HI]
+    lines = ["path\tbytes\tsha256\trole\tlicense\tsource"]
+    for rel, data, role in rows:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        lines.append(f"{rel}\t{len(data)}\t{hashlib.sha256(data).hexdigest()}\t{role}\t-\t-")
+    lines.append(f"{HI}\t{real.bytes}\t{real.sha256}\tvalidation\t-\t-")
+    (root / "MANIFEST.tsv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_held_out_bytes_listed_again_as_train_are_refused(data_root, tmp_path):
+    """Whichever manifest row comes first, bytes listed as validation anywhere stay held out."""
+    root = _root_with(tmp_path, data_root, [("genomes/bacteria/copy.gbff.gz",
+                                             (data_root / HI).read_bytes(), "train")])
+    with pytest.raises(DataRoleError, match="role 'validation'"):
+        require_trainable(root / "genomes/bacteria/copy.gbff.gz", root)
+
+
+def test_a_held_out_genome_in_other_bytes_is_refused_by_its_sequence(data_root, tmp_path):
+    """Decompressed, or made into FASTA (reverse strand, lower case): the sha256 differs and
+    the manifest says train, but the records are the held-out genome's."""
+    import gzip
+
+    from genoctx.io.annotation import read_sequences_genbank
+    from genoctx.io.dataroot import require_unseen
+
+    plain = gzip.decompress((data_root / HI).read_bytes())
+    (name, seq), = list(read_sequences_genbank(data_root / HI))
+    rc = seq.upper().translate(bytes.maketrans(b"ACGTRYKMSWBDHVN", b"TGCAYRMKSWVHDBN"))[::-1]
+    rc = rc.lower()
+    fasta = b">renamed\n" + rc + b"\n"
+    root = _root_with(tmp_path, data_root, [("genomes/bacteria/plain.gbff", plain, "train"),
+                                            ("genomes/unannotated/mine.fna", fasta,
+                                             "pretrain-only")])
+    assert require_trainable(root / "genomes/bacteria/plain.gbff", root) == "train"
+    with pytest.raises(DataRoleError, match=f"has the sequence of a record of {HI}"):
+        corpus_mod.lm_corpus(root)
+    with pytest.raises(DataRoleError, match="record renamed has the sequence"):
+        require_unseen([("renamed", rc)], "mine.fna", root)
+    require_unseen([("other", rc[:-1])], "mine.fna", root)  # one base short: a different one
+
+
 def test_files_outside_the_manifest_are_refused(data_root, example_fasta, tmp_path):
     own = tmp_path / "mine.fa"
     own.write_text(">x\nACGTACGT\n")

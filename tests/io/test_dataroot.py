@@ -1,0 +1,79 @@
+"""The data root and its manifest: clear errors for a bad root or manifest, and a file whose
+bytes are not the ones its manifest row lists is named as changed."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from genoctx.errors import DataRoleError, InputError
+from genoctx.io import dataroot
+from genoctx.io.dataroot import load_manifest, require_role, resolve_data_root
+
+HEADER = "path\tbytes\tsha256\trole\tlicense\tsource\n"
+
+
+def _root(tmp_path, manifest: str, files: dict[str, bytes] | None = None):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "MANIFEST.tsv").write_text(manifest, encoding="utf-8")
+    for rel, data in (files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def _row(rel: str, data: bytes, role: str) -> str:
+    return f"{rel}\t{len(data)}\t{hashlib.sha256(data).hexdigest()}\t{role}\t-\t-\n"
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ("path,bytes,sha256,role\na,1,x,train\n", "no column(s) path, bytes, sha256, role"),
+    ("a.fa\t1\tx\ttrain\n", "no column(s)"),
+    (HEADER + "a.fa\tmany\tx\ttrain\t-\t-\n", "line 2: bytes 'many' is not a whole number"),
+    ("path\tsha256\trole\n", "no column(s) bytes"),
+])
+def test_a_malformed_manifest_is_one_clear_error(tmp_path, manifest, message):
+    root = _root(tmp_path, manifest)
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_manifest(root)
+
+
+def test_a_manifest_with_a_byte_order_mark_reads(tmp_path):
+    data = b">a\nACGT\n"
+    root = _root(tmp_path, "\ufeff" + HEADER + _row("a.fa", data, "train"), {"a.fa": data})
+    assert require_role(root / "a.fa", {"train"}, root) == "train"
+
+
+def test_a_listed_file_with_other_bytes_is_named_as_changed(tmp_path):
+    data = b">a\nACGT\n"
+    root = _root(tmp_path, HEADER + _row("genomes/a.fa", data, "train"),
+                 {"genomes/a.fa": b">a\nACGA\n"})
+    with pytest.raises(DataRoleError, match="not the one the data manifest lists for "
+                                            "genomes/a.fa .*changed or replaced"):
+        require_role(root / "genomes" / "a.fa", {"train"}, root)
+
+
+def test_a_data_root_that_is_missing_or_a_file_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv(dataroot.ENV_VAR, str(tmp_path / "nowhere"))
+    with pytest.raises(InputError, match=f"nowhere \\(\\${dataroot.ENV_VAR}=.*does not exist"):
+        resolve_data_root()
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(InputError, match="--data-root .*afile\\) is a file, not a folder"):
+        resolve_data_root(tmp_path / "afile")
+
+
+def test_evaluation_refuses_a_file_holding_another_listed_files_bytes(tmp_path):
+    """Both files are benchmark data; one replaced by the other's bytes passes the role check
+    (its sha256 is listed) but not the check of its own row."""
+    from genoctx.eval.harness import BenchContext
+
+    a, b = b">a\n" + b"ACGT" * 50 + b"\n", b">b\n" + b"TTGA" * 50 + b"\n"
+    root = _root(tmp_path, HEADER + _row("x/a.fa", a, "benchmark") + _row("x/b.fa", b, "benchmark"),
+                 {"x/a.fa": b, "x/b.fa": b})
+    ctx = BenchContext.__new__(BenchContext)
+    ctx.data_root, ctx.data_files = root, {}
+    assert ctx.data_file("x/b.fa") == root / "x" / "b.fa"
+    with pytest.raises(InputError, match="x/a.fa: its sha256 .* changed or replaced"):
+        ctx.data_file("x/a.fa")
