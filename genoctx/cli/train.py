@@ -51,18 +51,20 @@ def train(
     from genoctx.model.device import resolve_device
     from genoctx.train import recipes
 
+    r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
+                           seed=seed, threads=threads, stop_after=stop_after,
+                           time_limit=time_limit, eukaryote_weight=eukaryote_weight)
+    if eukaryote_weight is not None and r.name != "annotation":
+        raise InputError("--eukaryote-weight applies to the annotation recipe only")
+    if init is not None and r.name != "annotation":
+        raise InputError("--init applies to the annotation recipe only (lm pretraining starts "
+                         "from random weights)")
     # Before torch starts its worker threads, in case they take the flush-to-zero mode from the
     # thread that starts them (genoctx.train.loop.train_loop sets it again for library callers).
     torch.set_flush_denormal(True)
     if threads:
         torch.set_num_threads(threads)
     from genoctx.train.distributed import from_env, shutdown
-
-    r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
-                           seed=seed, threads=threads, stop_after=stop_after,
-                           time_limit=time_limit, eukaryote_weight=eukaryote_weight)
-    if eukaryote_weight is not None and r.name != "annotation":
-        raise InputError("--eukaryote-weight applies to the annotation recipe only")
     device = resolve_device(device)
     try:
         if r.name == "lm":
@@ -71,8 +73,23 @@ def train(
             export = recipes.run_annotation(r, data_root, out, init, quiet=quiet, device=device)
         if from_env(device).main:
             typer.echo(f"checkpoint written to {export}")
+            _say_if_stopped_early(out)
     finally:
         shutdown()
+
+
+def _say_if_stopped_early(out: Path) -> None:
+    """A line saying how to go on when --stop-after or --time-limit ended the run early."""
+    import json
+
+    try:
+        record = json.loads((out / "run.json").read_text())
+        done, steps = int(record["steps_done"]), int(record["loop"]["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if done < steps:
+        typer.echo(f"stopped at step {done:,} of {steps:,}; run the same command again (with a "
+                   "larger --stop-after, or none) to resume", err=True)
 
 
 def register(app: typer.Typer) -> None:

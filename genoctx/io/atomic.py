@@ -57,9 +57,11 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
         prefix=f".{path.name}.", suffix=f".tmp{sfx}", dir=folder))
     os.close(fd)
     tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
+    mode = 0o666 & ~_umask()  # mkstemp makes 0600; outputs get the usual mode
+    os.chmod(tmp_path, mode)
     try:
         yield tmp_path
+        os.chmod(tmp_path, mode)  # again: a writer may have made the file anew (safetensors)
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -120,7 +120,9 @@ def write_checkpoint(directory: str | Path, state_dict: dict, config: ModelConfi
 
     tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
     with atomic_path(directory / WEIGHTS_NAME) as tmp:
-        save_file(tensors, str(tmp), metadata={"format": "pt", "genoctx": __version__})
+        # one metadata key: safetensors writes several in no fixed order, and the same weights
+        # must give the same bytes (and sha256); the version is in config.json
+        save_file(tensors, str(tmp), metadata={"format": "pt"})
         digest = file_sha256(tmp)
     with atomic_path(directory / DIGEST_NAME) as tmp:
         tmp.write_text(f"{digest}  {WEIGHTS_NAME}\n")

@@ -23,8 +23,10 @@ from typing import Callable
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from genoctx.errors import InputError
 from genoctx.io.atomic import atomic_path
 from genoctx.progress import progress_bar
 from genoctx.train.distributed import DataParallel
@@ -97,18 +99,50 @@ def _json_default(o):
     raise TypeError(type(o))
 
 
-def _load_state(state_dir: Path, model, opt) -> dict | None:
+def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> dict | None:
+    """The saved state's metadata, after loading its weights into ``model`` and ``opt``; None
+    when there is none. A state saved with other ``settings``, or damaged, is an
+    :class:`InputError` that says what to do."""
     if not (state_dir / "state.json").is_file():
+        if (state_dir / "state.safetensors").is_file():
+            raise InputError(f"{state_dir}: state.json is missing beside state.safetensors, so "
+                             "the run cannot resume; remove state/ to start it again")
         return None
-    meta = json.loads((state_dir / "state.json").read_text())
-    tensors = load_file(str(state_dir / "state.safetensors"))
-    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    fix = f"remove {state_dir} to start the run again, or give another --out"
+    try:
+        meta = json.loads((state_dir / "state.json").read_text())
+        step, groups = int(meta["step"]), meta["param_groups"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{state_dir / 'state.json'} is damaged ({exc}); {fix}") from None
+    saved = meta.get("settings")
+    if settings is not None and saved is not None:
+        changed = [f"{k} {saved.get(k)!r} → {v!r}" for k, v in settings.items()
+                   if saved.get(k) != v]
+        if changed:
+            raise InputError(f"{state_dir.parent} was started with other settings "
+                             f"({'; '.join(changed)}): a resumed run keeps the settings it "
+                             "began with; rerun with those, or give another --out")
+    try:
+        tensors = load_file(str(state_dir / "state.safetensors"))
+    except (SafetensorError, OSError) as exc:
+        raise InputError(f"{state_dir / 'state.safetensors'} cannot be read ({exc}); "
+                         f"{fix}") from None
+    try:
+        model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    except RuntimeError:
+        raise InputError(f"{state_dir} holds the state of another model (another recipe or "
+                         f"--init); {fix}") from None
+    meta["step"], meta["param_groups"] = step, groups
     state: dict = {}
     for k, v in tensors.items():
         if k.startswith("opt."):
             _, pid, name = k.split(".", 2)
             state.setdefault(int(pid), {})[name] = v
-    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    try:
+        opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    except (ValueError, KeyError, RuntimeError) as exc:
+        raise InputError(f"{state_dir}: the optimiser state does not fit this model ({exc}); "
+                         f"{fix}") from None
     return meta
 
 
@@ -141,11 +175,15 @@ def plot_losses(csv_path: Path, png_path: Path, title: str) -> None:
 
 def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, run_dir: Path,
                cfg: LoopConfig, *, title: str, quiet: bool = False,
-               dp: DataParallel | None = None) -> TrainResult:
+               dp: DataParallel | None = None, settings: dict | None = None) -> TrainResult:
     """Run ``cfg.steps`` optimisation steps; ``step_fn(step)`` returns {"loss": tensor, ...metrics}.
 
-    Resumes from ``run_dir/state`` when present. The sampler must expose ``state()`` and
-    ``set_state()`` so that a resumed run draws the same batches. With ``dp`` (data-parallel
+    Resumes from ``run_dir/state`` when present, only with the settings it was started with
+    (``cfg``'s schedule and seed, plus the caller's ``settings``: recipe, window length, batch
+    size, ...; :class:`InputError` names what differs). A folder that holds a finished run
+    (``run.json``, ``export/``) but no state, or a ``loss.csv`` of something else, is refused
+    rather than overwritten. The sampler must expose ``state()`` and ``set_state()`` so that a
+    resumed run draws the same batches. With ``dp`` (data-parallel
     processes) ``step_fn`` computes this process's share of the batch: gradients are averaged
     over the processes before each step, the logged metrics are the global batch's, and only
     the first process writes.
@@ -164,7 +202,10 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
     dp.barrier()  # the run directory exists (and any state in it is whole) for every process
     opt = _optimizer(model, cfg)
     state_dir, csv_path = run_dir / "state", run_dir / "loss.csv"
-    meta = _load_state(state_dir, model, opt)
+    settings = {**run_settings(cfg), **(settings or {})}
+    meta = _load_state(state_dir, model, opt, settings)
+    if meta is None and dp.main:
+        _check_fresh(run_dir, csv_path)
     dp.broadcast(model)  # one starting point, however each process built its model
     start, before = 0, 0.0
     if meta is not None:
@@ -211,7 +252,8 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
                 history.append(row)
             if dp.main and (done % cfg.ckpt_every == 0 or last_step):
                 _save_state(state_dir, model, opt, step + 1,
-                            {"sampler": sampler.state(), "torch_rng": torch.get_rng_state().tolist()})
+                            {"sampler": sampler.state(), "torch_rng": torch.get_rng_state().tolist(),
+                             "settings": settings})
             bar.advance(1)
             if out_of_time:
                 break
@@ -222,6 +264,31 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
             rows = list(csv.DictReader(fh))
         last = float(rows[-1]["loss"]) if rows else last
     return TrainResult(done, last, time.time() - t0, history)
+
+
+# LoopConfig fields that a resumed run must share with its start (the others only say when to
+# stop, log and save, or how many threads to use)
+RESUME_FIELDS = ("steps", "lr", "min_lr_ratio", "warmup", "weight_decay", "grad_clip", "seed")
+CSV_HEADER = "step,lr,elapsed_s"
+
+
+def run_settings(cfg: LoopConfig) -> dict:
+    """The settings of ``cfg`` that make a run what it is (:data:`RESUME_FIELDS`)."""
+    return {k: getattr(cfg, k) for k in RESUME_FIELDS}
+
+
+def _check_fresh(run_dir: Path, csv_path: Path) -> None:
+    """Refuse to start a new run over a finished one (or over another tool's loss.csv)."""
+    done = [n for n in ("run.json", "export") if (run_dir / n).exists()]
+    if done:
+        raise InputError(f"{run_dir} holds a finished run ({', '.join(done)}) and no state/ to "
+                         "resume from; give another --out (or remove that folder) to train anew")
+    if csv_path.exists():
+        with open(csv_path) as fh:
+            head = fh.readline()
+        if not head.startswith(CSV_HEADER):
+            raise InputError(f"{csv_path} is not a genoctx loss log; give another --out")
+        csv_path.unlink()  # a run stopped before its first saved state: it starts again
 
 
 def _append_csv(path: Path, row: dict) -> None:

@@ -17,6 +17,7 @@ processes.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import time
 from dataclasses import asdict, dataclass, replace
@@ -63,9 +64,32 @@ RECIPES: dict[str, Recipe] = {
 LM_WEIGHT = 0.5  # the annotation recipe keeps training the language model on the same passes
 
 
+# the options checked by get_recipe: (name on the command line, test, what it must be)
+_CHECKS = {
+    "steps": ("--steps", lambda v: v >= 1, "at least 1"),
+    "batch_size": ("--batch-size", lambda v: v >= 1, "at least 1"),
+    "seq_len": ("--seq-len", lambda v: v >= 2, "at least 2 bases"),
+    "lr": ("--lr", lambda v: math.isfinite(v) and v > 0, "a positive number"),
+    "seed": ("--seed", lambda v: v >= 0, "0 or more"),
+    "threads": ("--threads", lambda v: v >= 1, "at least 1"),
+    "stop_after": ("--stop-after", lambda v: v >= 1, "at least 1"),
+    "time_limit": ("--time-limit", lambda v: math.isfinite(v) and v > 0,
+                   "a positive number of seconds"),
+    "eukaryote_weight": ("--eukaryote-weight", lambda v: math.isfinite(v) and v > 0,
+                         "a positive number"),
+}
+
+
 def get_recipe(name: str, **overrides) -> Recipe:
+    """The recipe ``name`` with ``overrides`` (None: the recipe's own value), each checked
+    (:class:`InputError` names a bad one before any data is read)."""
     if name not in RECIPES:
         raise InputError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
+    for key, value in overrides.items():
+        if value is not None and key in _CHECKS:
+            flag, ok, want = _CHECKS[key]
+            if not ok(value):
+                raise InputError(f"{flag} must be {want}, got {value}")
     r = RECIPES[name]
     loop_over = {k: v for k, v in overrides.items() if k in LoopConfig.__dataclass_fields__ and v is not None}
     rec_over = {k: v for k, v in overrides.items() if k in Recipe.__dataclass_fields__ and v is not None}
@@ -117,8 +141,16 @@ def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
         "torch": torch.__version__, "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **extra,
     }
+    record = {k: None if isinstance(v, float) and not math.isfinite(v) else v  # valid JSON
+              for k, v in record.items()}
     with atomic_path(run_dir / "run.json") as tmp:
-        tmp.write_text(json.dumps(record, indent=2) + "\n")
+        tmp.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
+
+
+def _settings(recipe: Recipe) -> dict:
+    """What a resumed run must share with its start, beside the loop's schedule and seed."""
+    return {"recipe": recipe.name, "flavour": recipe.flavour, "seq_len": recipe.seq_len,
+            "batch_size": recipe.batch_size, "eukaryote_weight": recipe.eukaryote_weight}
 
 
 def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
@@ -137,7 +169,7 @@ def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
         return model.lm_loss(torch.from_numpy(ids[mine]).to(dp.device))
 
     res = train_loop(model, step, sampler, run_dir, recipe.loop, title="lm pretraining",
-                     quiet=quiet, dp=dp)
+                     quiet=quiet, dp=dp, settings=_settings(recipe))
     export = run_dir / "export"
     if dp.main:
         model.eval().save_pretrained(export)
@@ -181,7 +213,7 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
         return {"loss": ce + LM_WEIGHT * lm + aux, "ce": ce, "lm": lm, "aux": aux}
 
     res = train_loop(model, step, sampler, run_dir, recipe.loop, title="annotation head",
-                     quiet=quiet, dp=dp)
+                     quiet=quiet, dp=dp, settings=_settings(recipe))
     export = run_dir / "export"
     from genoctx.heads.annotation import save_annotation_model
 

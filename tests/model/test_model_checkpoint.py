@@ -38,6 +38,25 @@ def test_round_trip(saved):
     assert GenoCtxModel.from_pretrained(path / checkpoint.WEIGHTS_NAME).config == model.config
 
 
+def test_written_files_are_the_same_bytes_every_time_and_readable(saved, tmp_path):
+    """safetensors writes its metadata keys in no fixed order (a hash map): one key keeps the
+    same weights the same bytes, so their sha256 holds from one process to the next. The files
+    get the usual mode (safetensors makes its file 0600)."""
+    import os
+    import struct
+
+    model, path = saved
+    raw = (path / checkpoint.WEIGHTS_NAME).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    assert list(json.loads(raw[8:8 + n])["__metadata__"]) == ["format"]
+    model.save_pretrained(tmp_path / "again")
+    assert (tmp_path / "again" / checkpoint.WEIGHTS_NAME).read_bytes() == raw
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in path.iterdir():
+        assert p.stat().st_mode & 0o777 == 0o666 & ~mask, p.name
+
+
 def test_tampered_weights_are_refused(saved):
     _, path = saved
     weights = path / checkpoint.WEIGHTS_NAME

@@ -159,3 +159,22 @@ def test_eukaryote_weight_is_refused_outside_the_annotation_recipe(cli, tmp_path
                         "--out", tmp_path / "r", "--steps", "1"])
     assert code != 0 and "annotation recipe only" in err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", "0"], "--steps must be at least 1, got 0"),
+    (["--batch-size", "-1"], "--batch-size must be at least 1"),
+    (["--seq-len", "0"], "--seq-len must be at least 2 bases"),
+    (["--lr", "nan"], "--lr must be a positive number"),
+    (["--lr", "0"], "--lr must be a positive number"),
+    (["--seed", "-1"], "--seed must be 0 or more"),
+    (["--threads", "-1"], "--threads must be at least 1"),
+    (["--stop-after", "0"], "--stop-after must be at least 1"),
+    (["--time-limit", "0"], "--time-limit must be a positive number of seconds"),
+    (["--init", "somewhere"], "--init applies to the annotation recipe only"),
+])
+def test_bad_training_options_fail_before_any_work(cli, tmp_path, args, message):
+    code, _, err = cli(["train", "--recipe", "lm", *args, "--out", tmp_path / "r", "-q"])
+    assert code == 2 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()

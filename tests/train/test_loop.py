@@ -122,3 +122,66 @@ def test_learning_rate_schedule():
     assert lr_at(0, cfg) == 0.1 and lr_at(9, cfg) == 1.0
     assert abs(lr_at(99, cfg) - 0.1) < 1e-3
     assert all(lr_at(i, cfg) >= lr_at(i + 1, cfg) for i in range(10, 99))
+
+
+def _tiny_run(run_dir, example_fasta, steps=2, **cfg_kw):
+    seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])
+    corpus = corpus_mod.Corpus([corpus_mod.Record("pPCP1", nt.encode(seq))])
+    sampler = corpus_mod.WindowSampler(corpus, 256, seed=0)
+    torch.manual_seed(0)
+    model = GenoCtxModel.from_config(get_config("tiny", **SMALL), backend="torch")
+    cfg = LoopConfig(**{"steps": steps, "lr": 1e-3, "warmup": 1, "log_every": 1,
+                        "ckpt_every": 1, **cfg_kw})
+
+    def step(_):
+        ids, _ = sampler.sample(2)
+        return model.lm_loss(torch.from_numpy(ids))
+
+    return train_loop(model, step, sampler, run_dir, cfg, title="t", quiet=True,
+                      settings={"seq_len": 256})
+
+
+def test_a_resume_with_other_settings_is_refused(tmp_path, example_fasta):
+    from genoctx.errors import InputError
+
+    _tiny_run(tmp_path / "r", example_fasta, steps=2, stop_after=1)
+    before = (tmp_path / "r" / "loss.csv").read_text()
+    with pytest.raises(InputError, match=r"other settings \(lr 0.001 → 0.002; seed 0 → 7\)"):
+        _tiny_run(tmp_path / "r", example_fasta, steps=2, seed=7, lr=2e-3)
+    assert (tmp_path / "r" / "loss.csv").read_text() == before
+    assert _tiny_run(tmp_path / "r", example_fasta, steps=2).steps == 2  # same settings: on
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda s: (s / "state.json").write_text('{"step": 1'), "state.json is damaged"),
+    (lambda s: (s / "state.json").write_text('{"sampler": 1}'), "state.json is damaged"),
+    (lambda s: (s / "state.safetensors").write_bytes(b"\0" * 10), "cannot be read"),
+    (lambda s: (s / "state.json").unlink(), "state.json is missing"),
+])
+def test_a_damaged_state_is_one_clear_error(tmp_path, example_fasta, damage, message):
+    from genoctx.errors import InputError
+
+    _tiny_run(tmp_path / "r", example_fasta, steps=2, stop_after=1)
+    damage(tmp_path / "r" / "state")
+    with pytest.raises(InputError, match=message):
+        _tiny_run(tmp_path / "r", example_fasta, steps=2)
+
+
+def test_a_finished_run_or_a_foreign_log_is_not_overwritten(tmp_path, example_fasta):
+    """A folder with run.json (or export/) but no state/ is a finished run: refused, not
+    trained over. A loss.csv that is not genoctx's is refused too."""
+    from genoctx.errors import InputError
+
+    done = tmp_path / "done"
+    done.mkdir()
+    (done / "run.json").write_text("{}")
+    (done / "loss.csv").write_text("step,lr,elapsed_s,loss\n1,1e-3,0.1,1.0\n")
+    with pytest.raises(InputError, match="holds a finished run \\(run.json\\)"):
+        _tiny_run(done, example_fasta)
+    assert (done / "loss.csv").read_text().endswith("1,1e-3,0.1,1.0\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "loss.csv").write_text("epoch,val_loss\n1,0.5\n")
+    with pytest.raises(InputError, match="not a genoctx loss log"):
+        _tiny_run(other, example_fasta)
+    assert (other / "loss.csv").read_text() == "epoch,val_loss\n1,0.5\n"
