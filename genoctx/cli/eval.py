@@ -52,8 +52,8 @@ def eval_command(
     from genoctx.errors import InputError
     from genoctx.eval import harness
 
-    names = list(benchmarks or [])
-    if names == ["all"]:
+    names = list(dict.fromkeys(benchmarks or []))  # each benchmark once, in the order given
+    if "all" in names:
         names = list(harness.BENCHMARKS)
     model_arg = None if model == "none" else model
     device = resolve_device(device)
@@ -93,6 +93,7 @@ def eval_command(
             return harness.run_benchmarks(names, out=target, data_root=data_root, **kwargs)
 
     if check_reproducible:
+        kwargs["fresh"] = True  # each run computes the model's outputs: no cache is read
         first = run(out / "run1")
         second = run(out / "run2")
         diffs = harness.differences(harness.stable_view(first), harness.stable_view(second))
@@ -112,6 +113,9 @@ def eval_command(
 
 
 def _summary(doc: dict) -> None:
+    if (doc.get("manifest") or {}).get("quick"):
+        typer.echo("# --quick: small subsets for a smoke test, not the reported numbers",
+                   err=True)
     for name, bench in doc["benchmarks"].items():
         for r in bench["rows"]:
             v = r["value"]

@@ -14,7 +14,6 @@ where the contig lengths are known (from ``--fasta``, the GenBank records, or GF
 from __future__ import annotations
 
 import re
-
 import time
 from pathlib import Path
 

@@ -100,6 +100,7 @@ class BenchContext:
     device: str = "cpu"
     seed: int = 0
     quick: bool = False
+    fresh: bool = False  # compute the model's outputs anew, never from a cache (reproducibility)
     quiet: bool = False
     data_files: dict[str, dict] = field(default_factory=dict)
     _backbone: Any = None
@@ -235,19 +236,22 @@ def _clean(obj):
 
 def run_benchmarks(names: list[str], *, out: Path, model: str | None = "embedded",
                    data_root=None, device: str = "cpu", seed: int = 0, quick: bool = False,
-                   quiet: bool = False, command: str | None = None) -> dict:
+                   quiet: bool = False, command: str | None = None, fresh: bool = False) -> dict:
     """Run ``names`` in order and write metrics.json and report.md under ``out``."""
     if not names:
         raise InputError("name at least one benchmark: " + ", ".join(BENCHMARKS))
     jobs = [(n, benchmark_module(n).run) for n in names]  # fail fast on a bad name
     return run_jobs(jobs, out=out, model=model, data_root=resolve_data_root(data_root),
-                    device=device, seed=seed, quick=quick, quiet=quiet, command=command)
+                    device=device, seed=seed, quick=quick, quiet=quiet, command=command,
+                    fresh=fresh)
 
 
 def run_jobs(jobs: list[tuple[str, Callable[[BenchContext], BenchResult]]], *, out: Path,
              model: str | None, data_root: Path | None, device: str = "cpu", seed: int = 0,
-             quick: bool = False, quiet: bool = False, command: str | None = None) -> dict:
-    """Run ``(name, run)`` jobs with one context; write metrics.json and report.md."""
+             quick: bool = False, quiet: bool = False, command: str | None = None,
+             fresh: bool = False) -> dict:
+    """Run ``(name, run)`` jobs with one context; write metrics.json and report.md. With
+    ``fresh`` no cached model output is read (``--check-reproducible``)."""
     names = [n for n, _ in jobs]
     out = Path(out)
     made = _missing_folders(out)
@@ -257,7 +261,7 @@ def run_jobs(jobs: list[tuple[str, Callable[[BenchContext], BenchResult]]], *, o
     out.mkdir(parents=True, exist_ok=True)
     try:
         return _run_jobs(jobs, names, out, model=model, data_root=data_root, device=device,
-                         seed=seed, quick=quick, quiet=quiet, command=command)
+                         seed=seed, quick=quick, quiet=quiet, command=command, fresh=fresh)
     except BaseException:
         _remove_if_empty(made)  # a failed run leaves no empty --out folder behind
         raise
@@ -283,12 +287,12 @@ def _remove_if_empty(folders: list[Path]) -> None:
 
 
 def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
-              command) -> dict:
+              command, fresh=False) -> dict:
     import numpy as np
     import torch
 
     ctx = BenchContext(data_root=data_root, out=out, model=model, device=device, seed=seed,
-                       quick=quick, quiet=quiet)
+                       quick=quick, quiet=quiet, fresh=fresh)
     manifest = {
         "genoctx_version": _versions().get("genoctx"),
         "git_commit": _git_commit(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from contextlib import closing
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -101,7 +102,6 @@ HEAD_WEIGHTS, HEAD_CONFIG = "head.safetensors", "head.json"
 def save_annotation_model(directory, backbone, head: AnnotationHead) -> None:
     """Write the backbone checkpoint and the head beside it (safetensors + sha256, no pickle)."""
     import json
-    from pathlib import Path
 
     from safetensors.torch import save_file
 
@@ -177,6 +177,31 @@ def probs_cache_key(path_or_name, *settings) -> str:
     parts = [checkpoint.verify_digest(directory), sha256_file(head) if head.is_file() else "",
              str(PROBS_VERSION), *map(str, settings)]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def load_probs_cache(cache: Path, shape: list[tuple[str, int]]) -> dict[str, np.ndarray] | None:
+    """Probabilities cached by :func:`save_probs_cache` for records ``shape`` (name, length),
+    or None when there is no such file, or it is damaged (a run stopped while writing it, before
+    writes were atomic) or holds other records: then they are computed again."""
+    import zipfile
+
+    if not Path(cache).is_file():
+        return None
+    try:
+        with np.load(cache) as data:
+            if all(c in data and len(data[c]) == n for c, n in shape):
+                return {c: data[c] for c, _ in shape}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        pass
+    return None
+
+
+def save_probs_cache(cache: Path, probs: dict[str, np.ndarray]) -> None:
+    """Write ``probs`` (per record) to ``cache`` atomically: never a half-written file."""
+    from genoctx.io.atomic import atomic_path
+
+    with atomic_path(cache) as tmp:
+        np.savez(tmp, **probs)
 
 
 def default_batch_size(window: int, cpu: bool) -> int:

@@ -300,3 +300,24 @@ def test_probs_cache_key_follows_weights_and_windows(tmp_path, monkeypatch):
         head.out.bias.add_(1.0)
     annotation.save_annotation_model(ckpt, backbone, head)
     assert annotation.probs_cache_key(ckpt, 8192, 1024) != key
+
+
+def test_a_damaged_or_foreign_probability_cache_is_computed_again(tmp_path):
+    """A cache file cut short (a run stopped while writing it) or holding other records reads
+    as no cache; one written by save_probs_cache reads back whole, and never half-written."""
+    import numpy as np
+
+    from genoctx.heads.annotation import load_probs_cache, save_probs_cache
+
+    probs = {"a": np.arange(12, dtype=np.float16).reshape(4, 3),
+             "b": np.ones((2, 3), np.float16)}
+    cache = tmp_path / "x.probs.npz"
+    save_probs_cache(cache, probs)
+    assert [p.name for p in tmp_path.iterdir()] == ["x.probs.npz"]
+    got = load_probs_cache(cache, [("a", 4), ("b", 2)])
+    assert got is not None and all(np.array_equal(got[k], probs[k]) for k in probs)
+    assert load_probs_cache(cache, [("a", 5)]) is None  # other lengths
+    assert load_probs_cache(cache, [("c", 2)]) is None  # another record
+    cache.write_bytes(cache.read_bytes()[:200])  # cut short
+    assert load_probs_cache(cache, [("a", 4)]) is None
+    assert load_probs_cache(tmp_path / "missing.npz", [("a", 4)]) is None

@@ -519,3 +519,24 @@ def test_scoring_without_an_annotation_reads_declared_circles_whole(workdir, dat
         got = [(r.pos, r.info["GCX_CONSEQ"]) for r in vf]
     assert f"circular sequences read whole: {name}" in said
     assert [p for p, _ in got] == [1, 2, len(seq)] and all(c[0] != "noncoding" for _, c in got)
+
+
+def test_a_failing_script_names_its_error_on_the_console_and_logs_the_traceback(tmp_path,
+                                                                               capfd):
+    """Snakemake's console says only "RuleException ... returned non-zero exit status": the
+    error's own line is printed there too, the traceback goes to the rule's log."""
+    from types import SimpleNamespace
+
+    from genoctx.errors import InputError
+
+    smk_mod = _script("_smk")
+    log = tmp_path / "rule.log"
+
+    def main(smk):
+        raise InputError("x.fa holds no sequence to annotate")
+
+    with pytest.raises(InputError):
+        smk_mod.run_logged(main, SimpleNamespace(log=[str(log)]))
+    err = capfd.readouterr().err
+    assert f"genoctx: error: x.fa holds no sequence to annotate (traceback in {log})" in err
+    assert "Traceback" in log.read_text() and "Traceback" not in err

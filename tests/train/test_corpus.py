@@ -68,7 +68,7 @@ def test_a_held_out_genome_in_other_bytes_is_refused_by_its_sequence(data_root, 
     from genoctx.io.dataroot import require_unseen
 
     plain = gzip.decompress((data_root / HI).read_bytes())
-    (name, seq), = list(read_sequences_genbank(data_root / HI))
+    (_, seq), = list(read_sequences_genbank(data_root / HI))
     rc = seq.upper().translate(bytes.maketrans(b"ACGTRYKMSWBDHVN", b"TGCAYRMKSWVHDBN"))[::-1]
     rc = rc.lower()
     fasta = b">renamed\n" + rc + b"\n"

@@ -63,21 +63,24 @@ def prodigal_calls(records: list[tuple[str, bytes]]) -> list[GeneCall]:
 
 def model_probs(ctx: BenchContext, records, cache: Path) -> dict[str, np.ndarray]:
     """Per-base class probabilities [L, 17] of every record, float16, cached by model sha256."""
-    from genoctx.heads.annotation import load_annotation_model, predict_probs
+    from genoctx.heads.annotation import (
+        load_annotation_model,
+        load_probs_cache,
+        predict_probs,
+        save_probs_cache,
+    )
     from genoctx.progress import progress_bar
 
-    if cache.is_file():
-        data = np.load(cache)
-        if all(c in data for c, _ in records):
-            return {c: data[c] for c, _ in records}
+    cached = None if ctx.fresh else load_probs_cache(cache, [(c, len(s)) for c, s in records])
+    if cached is not None:
+        return cached
     backbone, head = load_annotation_model(ctx.model, device=ctx.device)
     out = {}
     with progress_bar("model probabilities", sum(len(s) for _, s in records), ctx.quiet) as bar:
         for c, s in records:
             out[c] = predict_probs(backbone, head, nt.encode(s), context=CONTEXT, overlap=OVERLAP,
                                    progress=bar.advance).astype(np.float16)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(cache, **out)
+    save_probs_cache(cache, out)
     return out
 
 
@@ -138,7 +141,10 @@ def run(ctx: BenchContext) -> BenchResult:
     rows: list[Row] = []
     notes = [("A predicted gene matches a true one when contig, strand and stop coordinate agree; "
               "truth excludes pseudo and joined CDS."),
-             "Prodigal is pyrodigal trained on each genome (all records), run here."]
+             "Prodigal is pyrodigal trained on each genome (all records), run here."
+             if not ctx.quick else
+             f"Prodigal is pyrodigal trained on the {QUICK_BASES // 1000} kb slice of each "
+             "genome that --quick scores, run here."]
     bars: dict[str, dict[str, float]] = {}
     shown = None
     for rel in GENOMES:
@@ -150,7 +156,8 @@ def run(ctx: BenchContext) -> BenchResult:
         f32 = None
         if ctx.model is not None:
             directory = checkpoint.resolve_checkpoint(ctx.model)
-            digest = probs_cache_key(directory, CONTEXT, OVERLAP)[:16]
+            digest = probs_cache_key(directory, CONTEXT, OVERLAP,
+                                     str(ctx.device).split(":")[0])[:16]
             tag = "quick" if ctx.quick else "full"
             probs = model_probs(ctx, records, out_dir / f"{name}.{digest}.{tag}.probs.npz")
             f32 = {c: p.astype(np.float32) for c, p in probs.items()}

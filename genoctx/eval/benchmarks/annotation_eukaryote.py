@@ -185,16 +185,15 @@ def load_smallgenes(ctx: BenchContext) -> Dataset:
 def model_probs(ds: Dataset, ctx: BenchContext, *, context: int = 8192,
                 overlap: int = 1024) -> tuple[dict[str, np.ndarray], bool]:
     """Head probabilities per record (float16-rounded, as float32) and whether the cache hit."""
-    from genoctx.heads.annotation import probs_cache_key
-    from genoctx.io.atomic import atomic_path
+    from genoctx.heads.annotation import load_probs_cache, probs_cache_key, save_probs_cache
 
     shape = [(c, len(s)) for c, s in ds.records]
-    key = probs_cache_key(ctx.model, ds.sha, shape, context, overlap)[:20]
+    key = probs_cache_key(ctx.model, ds.sha, shape, context, overlap,
+                          str(ctx.device).split(":")[0])[:20]
     cache = ctx.bench_dir(NAME) / f"probs_{ds.name}_{key}.npz"
-    if cache.is_file():
-        with np.load(cache) as data:
-            if all(c in data and len(data[c]) == n for c, n in shape):
-                return {c: data[c].astype(np.float32) for c, _ in shape}, True
+    cached = None if ctx.fresh else load_probs_cache(cache, shape)
+    if cached is not None:
+        return {c: p.astype(np.float32) for c, p in cached.items()}, True
     from genoctx.heads.annotation import load_annotation_model, predict_probs
     from genoctx.progress import progress_bar
     from genoctx.tokenize import nucleotide as nt
@@ -206,8 +205,7 @@ def model_probs(ds: Dataset, ctx: BenchContext, *, context: int = 8192,
         for c, s in ds.records:
             out[c] = predict_probs(backbone, head, nt.encode(s), context=context,
                                    overlap=overlap, progress=bar.advance).astype(np.float16)
-    with atomic_path(cache) as tmp:
-        np.savez(tmp, **out)
+    save_probs_cache(cache, out)
     return {c: p.astype(np.float32) for c, p in out.items()}, False
 
 
