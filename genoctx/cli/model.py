@@ -130,7 +130,9 @@ def info(
 
     Example: genoctx model info --config glm-5.3-flash
     """
-    cfg, source = _load_config(config, str(model) if model else None)
+    from genoctx.cli.common import model_choice
+
+    cfg, source = _load_config(config, model_choice(str(model)) if model else None)
     summary = model_summary(cfg, source)
     typer.echo(json.dumps(summary, indent=2) if as_json else format_summary(summary))
 

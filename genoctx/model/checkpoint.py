@@ -53,8 +53,11 @@ def resolve_checkpoint(path_or_name: str | Path) -> Path:
                 "save_pretrained or `genoctx train`")
     else:
         directory = Path(path_or_name)
-        if directory.is_file() and directory.name == WEIGHTS_NAME:
-            directory = directory.parent
+        if directory.is_file() and directory.name in (WEIGHTS_NAME, CONFIG_NAME, DIGEST_NAME):
+            directory = directory.parent  # one of the checkpoint's files: its folder
+        if directory.is_file():
+            raise InputError(f"model checkpoint {path_or_name} is a file; pass the directory "
+                             f"holding {WEIGHTS_NAME}, {CONFIG_NAME} and {DIGEST_NAME}")
         if not directory.is_dir():
             raise InputError(f"model checkpoint {path_or_name} not found; pass a directory "
                              f"holding {WEIGHTS_NAME}, {CONFIG_NAME} and {DIGEST_NAME}")

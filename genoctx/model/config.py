@@ -58,6 +58,15 @@ class ModelConfig:
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
+        kinds = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
+        for f in dataclasses.fields(self):  # a config.json written by hand: "d_model": "128"
+            v, ok = getattr(self, f.name), kinds.get(str(f.type))
+            if ok and (not isinstance(v, ok) or (isinstance(v, bool) and bool not in ok)):
+                raise ValueError(f"{f.name} must be {'a whole number' if f.type == 'int' else f.type}"
+                                 f", got {v!r}")
+        if self.vocab_size < VOCAB_SIZE:
+            raise ValueError(f"vocab_size must be at least {VOCAB_SIZE} (the nucleotide tokens), "
+                             f"got {self.vocab_size}")
         positive = ("vocab_size", "d_model", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                     "num_experts", "top_k", "expert_dim")
         for field in positive:

@@ -114,6 +114,10 @@ def lm_corpus(data_root=None) -> Corpus:
     """Train and pretrain-only genomes for nucleotide language-model pretraining."""
     rels = manifest_files(["genomes/bacteria/*", "genomes/unannotated/*", "genomes/eukaryote_chunks/*.fa.gz"],
                           {"train", "pretrain-only"}, data_root)
+    if not rels:
+        raise InputError("the data manifest lists no train or pretrain-only genome under "
+                         "genomes/bacteria/, genomes/unannotated/ or genomes/eukaryote_chunks/: "
+                         "nothing to pretrain on")
     records, files = [], []
     for rel in rels:
         path, info = _guarded(rel, data_root)
@@ -136,7 +140,13 @@ def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
     from genoctx.io.annotation import label_tracks, read_features
 
     records, files = [], []
-    for rel in manifest_files(["genomes/bacteria/*.gbff.gz"], {"train"}, data_root):
+    bacteria = manifest_files(["genomes/bacteria/*.gbff.gz"], {"train"}, data_root)
+    eukaryotes = manifest_files(["genomes/eukaryote_chunks/*.gff.gz"], {"train"}, data_root)
+    if not bacteria and not eukaryotes:
+        raise InputError("the data manifest lists no train-role annotated genome "
+                         "(genomes/bacteria/*.gbff.gz, genomes/eukaryote_chunks/*.gff.gz): "
+                         "nothing to train the annotation head on")
+    for rel in bacteria:
         path, info = _guarded(rel, data_root)
         files.append(info)
         seqs = read_sequences(path)
@@ -145,7 +155,7 @@ def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
         for name, seq in seqs:
             records.append(Record(name, nt.encode(seq), labels_from_tracks(tracks[name]),
                                   _weight(rel), rel))
-    for rel in manifest_files(["genomes/eukaryote_chunks/*.gff.gz"], {"train"}, data_root):
+    for rel in eukaryotes:
         fa_rel = rel.replace(".gff.gz", ".fa.gz")
         gff_path, gff_info = _guarded(rel, data_root)
         fa_path, fa_info = _guarded(fa_rel, data_root)

@@ -11,6 +11,7 @@ processes average their gradients every step and only the first writes
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -197,9 +198,35 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
     # torch work, in case worker threads take it from the thread that starts them.
     torch.set_flush_denormal(True)
     torch.manual_seed(cfg.seed)
-    if dp.main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    dp.barrier()  # the run directory exists (and any state in it is whole) for every process
+    with contextlib.ExitStack() as held:
+        if dp.main:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            held.enter_context(_run_lock(run_dir))
+        dp.barrier()  # the run directory exists (and any state in it is whole) for every process
+        return _train(model, step_fn, sampler, run_dir, cfg, title, quiet, dp, settings)
+
+
+@contextlib.contextmanager
+def _run_lock(run_dir: Path):
+    """Hold ``run_dir/.lock`` while a run writes there: a second run on the same folder stops
+    at once instead of writing every log row twice and saving over the first one's state."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    with open(run_dir / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"another genoctx train is running in {run_dir}; wait for it, or "
+                             "give another --out") from None
+        yield
+
+
+def _train(model, step_fn, sampler, run_dir: Path, cfg: LoopConfig, title: str, quiet: bool,
+           dp: DataParallel, settings: dict | None) -> TrainResult:
+    """The body of :func:`train_loop`, once the run folder is held."""
     opt = _optimizer(model, cfg)
     state_dir, csv_path = run_dir / "state", run_dir / "loss.csv"
     settings = {**run_settings(cfg), **(settings or {})}

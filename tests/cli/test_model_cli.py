@@ -71,6 +71,18 @@ def test_info_from_a_checkpoint_and_errors(cli, small_ckpt):
     assert code == 2 and "choose one of" in err and "Traceback" not in err
 
 
+def test_model_info_reads_a_checkpoint_named_by_one_of_its_files_or_in_any_case(cli,
+                                                                              small_ckpt):
+    code, want, err = cli(["model", "info", "--model", small_ckpt])
+    assert code == 0, err
+    for name in ("config.json", "model.safetensors", "model.safetensors.sha256"):
+        assert cli(["model", "info", "--model", small_ckpt / name])[1] == want
+    code, _, err = cli(["model", "info", "--model", small_ckpt / "nothing" / ".." / "x.txt"])
+    assert code == 2 and "not found" in err
+    code, out, err = cli(["model", "info", "--model", "EMBEDDED"])
+    assert code == 0 or "no trained weights ship" in err
+
+
 def test_embed_region(cli, small_ckpt, example_fasta, tmp_path):
     out = tmp_path / "emb.npy"
     code, stdout, err = cli(["embed", example_fasta, "--region", f"{{{CONTIG}}}:101-700",

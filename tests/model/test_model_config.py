@@ -58,6 +58,11 @@ def test_glm_flavour_meets_the_published_total_and_caps_active():
     (dict(d_model=0), "d_model must be >= 1"),
     (dict(top_k_blocks=-1), "top_k_blocks must be >= 0"),
     (dict(router="sigmoid"), "router must be one of"),
+    (dict(d_model="128"), "d_model must be a whole number, got '128'"),
+    (dict(num_layers=2.0), "num_layers must be a whole number"),
+    (dict(causal="no"), "causal must be bool"),
+    (dict(num_experts=True), "num_experts must be a whole number"),
+    (dict(vocab_size=2), "vocab_size must be at least 9"),
 ])
 def test_invalid_configs_raise_with_the_fix(overrides, message):
     with pytest.raises(ValueError, match=message):

@@ -185,3 +185,17 @@ def test_a_finished_run_or_a_foreign_log_is_not_overwritten(tmp_path, example_fa
     with pytest.raises(InputError, match="not a genoctx loss log"):
         _tiny_run(other, example_fasta)
     assert (other / "loss.csv").read_text() == "epoch,val_loss\n1,0.5\n"
+
+
+def test_a_second_run_on_a_busy_folder_stops_at_once(tmp_path, example_fasta):
+    fcntl = pytest.importorskip("fcntl")
+    from genoctx.errors import InputError
+
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    with open(run_dir / ".lock", "w") as fh:  # as a run in progress holds it
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(InputError, match="another genoctx train is running in"):
+            _tiny_run(run_dir, example_fasta)
+    assert not (run_dir / "loss.csv").exists()
+    assert _tiny_run(run_dir, example_fasta).steps == 2  # free again
