@@ -249,6 +249,30 @@ def test_bad_sample_sheet_fails_before_running(workdir, data_root, tmp_path):
     assert "sample files not found" in out and "no/such/genome.fa" in out
 
 
+def test_sample_files_of_the_wrong_kind_and_a_bad_model_fail_before_running(workdir, data_root,
+                                                                           tmp_path):
+    (tmp_path / "notes.fa").write_text("just some notes\n")
+    (tmp_path / "empty.vcf").write_bytes(b"")
+    fasta = data_root / "examples" / "Yersinia_pestis_pPCP1_NC_005816.fna"
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text("sample\tfasta\tvcf\n"
+                     f"a\t{tmp_path / 'notes.fa'}\t\nb\t{fasta}\t{tmp_path / 'empty.vcf'}\n"
+                     f"c\t{tmp_path / 'notes.fa'}\t{fasta}\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}"], workdir, data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "sample files of the wrong kind" in out
+    assert "a fasta: " in out and "notes.fa is an unrecognised text file, not FASTA" in out
+    assert "b vcf: " in out and "empty.vcf is empty" in out
+    assert "c vcf: " in out and "is FASTA, not VCF or BCF" in out
+    sheet.write_text(f"sample\tfasta\nok\t{fasta}\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}", f"model={tmp_path / 'nomodel'}"], workdir,
+               data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "model: model checkpoint" in out and "not found" in out
+
+
 @pytest.mark.parametrize("setting, words", [
     # a boolean: false adds --no-orf-scorer to each shard's command
     ("orf_scorer: sometimes", ("orf_scorer", "boolean")),

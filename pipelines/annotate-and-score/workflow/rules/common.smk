@@ -84,9 +84,31 @@ def circular_flag(sample):
         circular_mode(sample)]
 
 
+# what each sample-sheet column must hold (genoctx.io.fasta.sniff_format's names)
+KINDS = {"fasta": ("fasta",), "bam": ("bam", "cram", "sam"), "vcf": ("vcf", "bcf"),
+         "truth": ("genbank", "gff", "embl")}
+
+
+def _wrong_format(sample, column, value):
+    """Why the file of ``column`` is not what the column needs (read from its first bytes:
+    empty, binary, another format), or None."""
+    from genoctx.errors import GenoctxError
+    from genoctx.io.fasta import FORMAT_NAMES, sniff_format
+
+    path = next(p for p in _candidates(value) if p.exists())
+    try:
+        fmt, _ = sniff_format(path)
+    except GenoctxError as exc:
+        return f"{sample} {column}: {exc}"
+    if fmt in KINDS[column]:
+        return None
+    want = " or ".join(FORMAT_NAMES[k] for k in KINDS[column])
+    return f"{sample} {column}: {path} is {FORMAT_NAMES[fmt]}, not {want}"
+
+
 def check_samples(sheet):
-    """Unique names and locus tags, every named file present, and a model when variants are to
-    be scored."""
+    """Unique names and locus tags, every named file present and of its column's kind (from
+    its first bytes), a checkpoint that reads, and a model when variants are to be scored."""
     dupes = sorted(sheet["sample"][sheet["sample"].duplicated()].unique())
     if dupes:
         raise WorkflowError(f"sample name(s) repeated in the sample sheet: {', '.join(dupes)}")
@@ -105,6 +127,18 @@ def check_samples(sheet):
         raise WorkflowError("sample files not found (relative paths are looked up in the "
                             "working directory, then under data_root = "
                             f"{data_root()}):\n  " + "\n  ".join(missing))
+    wrong = [w for sample, row in sheet.iterrows() for column in FILE_COLUMNS
+             if row[column] and (w := _wrong_format(sample, column, row[column]))]
+    if wrong:
+        raise WorkflowError("sample files of the wrong kind:\n  " + "\n  ".join(wrong))
+    if config["model"] not in ("none", "embedded"):
+        from genoctx.errors import GenoctxError
+        from genoctx.model.checkpoint import read_config, resolve_checkpoint
+
+        try:
+            read_config(resolve_checkpoint(config["model"]))
+        except GenoctxError as exc:
+            raise WorkflowError(f"model: {exc}") from None
     if config["model"] == "none" and (sheet["vcf"] != "").any():
         raise WorkflowError("model: none cannot score variants; give a model or remove the "
                             "vcf column")
