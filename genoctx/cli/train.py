@@ -51,6 +51,8 @@ def train(
     from genoctx.model.device import resolve_device
     from genoctx.train import recipes
 
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; give the run's folder (made when missing)")
     r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
                            seed=seed, threads=threads, stop_after=stop_after,
                            time_limit=time_limit, eukaryote_weight=eukaryote_weight)

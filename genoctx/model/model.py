@@ -54,6 +54,19 @@ class Block(nn.Module):
         return x_BTD + self.moe(self.moe_norm(x_BTD), ops=moe_ops), carry
 
 
+def _state_mismatch(want: dict, got: dict) -> str:
+    """One line on how a state dict differs from a model's: missing, unexpected and reshaped
+    tensors, counted, with the first of each named (torch's own message lists them all)."""
+    missing = [k for k in want if k not in got]
+    extra = [k for k in got if k not in want]
+    shaped = [f"{k} {list(got[k].shape)} vs {list(want[k].shape)}" for k in want
+              if k in got and tuple(got[k].shape) != tuple(want[k].shape)]
+    parts = [f"{len(v)} {what} (first: {v[0]})" for what, v in
+             (("tensor(s) missing", missing), ("unexpected", extra),
+              ("of another shape, weights vs config", shaped)) if v]
+    return "; ".join(parts) or "the tensors do not load"
+
+
 class GenoCtxModel(nn.Module):
     """``tokens [B, T] -> logits [B, T, V]``, plus segmented likelihoods and embeddings.
 
@@ -104,9 +117,9 @@ class GenoCtxModel(nn.Module):
             model = cls(config, backend=backend)
         try:
             model.load_state_dict(state, strict=True, assign=True)
-        except RuntimeError as exc:
-            raise InputError(
-                f"checkpoint {path_or_name} does not fit its config.json: {exc}") from exc
+        except RuntimeError:
+            raise InputError(f"checkpoint {path_or_name} does not fit its config.json: "
+                             f"{_state_mismatch(model.state_dict(), state)}") from None
         return model.to(device).eval()
 
     def save_pretrained(self, directory: str | Path) -> Path:

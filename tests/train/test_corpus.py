@@ -172,9 +172,12 @@ def test_eukaryote_weight_is_refused_outside_the_annotation_recipe(cli, tmp_path
     (["--stop-after", "0"], "--stop-after must be at least 1"),
     (["--time-limit", "0"], "--time-limit must be a positive number of seconds"),
     (["--init", "somewhere"], "--init applies to the annotation recipe only"),
+    (["--out", "{tmp}/afile"], "afile is a file; give the run's folder"),
 ])
 def test_bad_training_options_fail_before_any_work(cli, tmp_path, args, message):
-    code, _, err = cli(["train", "--recipe", "lm", *args, "--out", tmp_path / "r", "-q"])
+    (tmp_path / "afile").write_text("x")
+    args = [a.format(tmp=tmp_path) for a in args]
+    code, _, err = cli(["train", "--recipe", "lm", "--out", tmp_path / "r", *args, "-q"])
     assert code == 2 and message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
