@@ -9,7 +9,9 @@ The output holds, for ``W`` windows of ``context`` tokens:
 - ``channels`` [W, context, C] float16 and ``channel_names`` [C] (``--kind pileup``)
 - ``kind``, ``context``, ``overlap``, ``vocab_size``, ``k`` (k-mer only), ``source``
 
-Windows never cross a region or contig boundary.
+Windows never cross a region or contig boundary. They hold sequence tokens only: no BOS or EOS
+is added (the model puts BOS before a window itself, which is why ``annotate --context`` and
+``score-variants --context`` count it and this ``--context`` does not).
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ def tokenize(
                                  "(default 6)."),
     reference: Path = typer.Option(None, "--reference", help="Reference FASTA for --kind "
                                    "pileup."),
-    context: int = typer.Option(DEFAULT_CONTEXT, "--context", help="Tokens per window."),
+    context: int = typer.Option(DEFAULT_CONTEXT, "--context", help="Tokens per window (sequence tokens; no BOS is added)."),
     overlap: int = typer.Option(0, "--overlap", help="Tokens shared by consecutive windows."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:

@@ -29,6 +29,7 @@ done for many reads at a time with numpy (``np.repeat`` + ``np.bincount``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -106,6 +107,27 @@ def _build_index(path: Path, fmt: str) -> None:
             f"({str(exc).strip().splitlines()[-1] if str(exc).strip() else exc})") from None
 
 
+def _stale_index(path: Path) -> Path | None:
+    """The index beside ``path`` when it is older than the file by more than a second (the
+    file was rewritten after it was indexed: its offsets point anywhere), else None."""
+    for idx in (Path(f"{path}.bai"), Path(f"{path}.csi"), path.with_suffix(".bai"),
+                Path(f"{path}.crai")):
+        if idx.is_file():
+            return idx if idx.stat().st_mtime < path.stat().st_mtime - 1.0 else None
+    return None
+
+
+@contextlib.contextmanager
+def _closing_quietly(af: pysam.AlignmentFile):
+    """Close ``af`` at the end without letting a failing close (htslib on damaged data: "Closing
+    failed") replace the error that says what was wrong."""
+    try:
+        yield af
+    finally:
+        with contextlib.suppress(OSError):
+            af.close()
+
+
 def open_alignment(path: str | Path, reference: str | Path | None = None) -> pysam.AlignmentFile:
     """Open a BAM or CRAM for random access, building its index when it is missing.
 
@@ -132,7 +154,13 @@ def open_alignment(path: str | Path, reference: str | Path | None = None) -> pys
                          "reference=REF.fa (--reference)")
     af = _open(path, fmt, reference)
     if af.has_index():
-        return af
+        # an index older than its file (rewritten after indexing) is built again where it can
+        # be; in a read-only folder it is used as htslib would (damage then reads as such)
+        if _stale_index(path) is None or not _writable_folder(path.parent):
+            return af
+        af.close()
+        _build_index(path, fmt)  # beside the file, replacing the old index
+        return _open(path, fmt, reference)
     so = _sort_order(af)
     af.close()
     if so in ("queryname", "unsorted"):
@@ -362,7 +390,7 @@ def pileup_channels(path: str | Path, region: Region | str, reference: str | Pat
         float32 ``[L, len(PILEUP_CHANNELS)]`` raw counts/means, L = region length.
     """
     path = Path(path)
-    with open_alignment(path, reference) as af:
+    with _closing_quietly(open_alignment(path, reference)) as af:
         r = _resolve_region(af, region, path)
         if reference is not None:
             _check_reference(reference, r)

@@ -81,17 +81,25 @@ def _compression(raw: bytes) -> str:
 
 
 def _peek(raw: bytes, compression: str, path: Path) -> bytes:
-    """The first (up to 64 KiB of) decompressed bytes."""
+    """The first (up to 64 KiB of) decompressed bytes. ``raw`` is the file's first 64 KiB;
+    when they decompress to nothing (a bzip2 block is up to 900 kB; a gzip file may start with
+    an empty member) the file is read on, until there are bytes to look at or it ends."""
+    if compression == "none":
+        return raw
+    opener = {"gzip": gzip.open, "bgzf": gzip.open, "xz": lzma.open, "bz2": bz2.open}[compression]
     try:
         if compression in ("gzip", "bgzf"):
-            return zlib.decompressobj(wbits=31).decompress(raw, 1 << 16)
-        if compression == "xz":
-            return lzma.LZMADecompressor().decompress(raw, max_length=1 << 16)
-        if compression == "bz2":
-            return bz2.BZ2Decompressor().decompress(raw, max_length=1 << 16)
+            head = zlib.decompressobj(wbits=31).decompress(raw, 1 << 16)
+        elif compression == "xz":
+            head = lzma.LZMADecompressor().decompress(raw, max_length=1 << 16)
+        else:
+            head = bz2.BZ2Decompressor().decompress(raw, max_length=1 << 16)
+        if not head.strip():
+            with opener(path, "rb") as fh:  # the stream reader crosses blocks and members
+                head = fh.read(1 << 16)
     except (zlib.error, lzma.LZMAError, OSError, EOFError) as exc:
         raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
-    return raw
+    return head
 
 
 def _content_format(head: bytes) -> str:

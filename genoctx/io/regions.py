@@ -9,7 +9,8 @@ Region strings follow samtools:
 
 - ``chr1:1,000-2,000`` — bases 1,000 to 2,000 inclusive (commas allowed)
   → ``Region("chr1", 999, 2000)``
-- ``chr1:1000`` — a single base; ``chr1:1000-`` — from base 1,000 to the contig end
+- ``chr1:1000`` and ``chr1:1000-`` — from base 1,000 to the contig end (as htslib reads them);
+  ``chr1:1000-1000`` — a single base
 - ``chr1`` — the whole contig (needs the contig lengths)
 - contig names may contain ``:`` (``HLA-A*01:01``): the whole string is tried as a contig name
   first; ``{HLA-A*01:01}:1-100`` braces remove any ambiguity.
@@ -98,7 +99,7 @@ def _known(lengths: Mapping[str, int], limit: int = 5) -> str:
 
 def _to_int(text: str, whole: str) -> int:
     digits = text.replace(",", "")
-    if not digits.isdigit():
+    if not (digits.isascii() and digits.isdigit()):  # not "²" or other scripts' digits
         raise RegionError(f"malformed region '{whole}': '{text}' is not a position")
     return int(digits)
 
@@ -208,7 +209,7 @@ def _bed_region(fields: list[str], where: str, lengths: Mapping[str, int] | None
         raise RegionError(f"{where}: a BED line needs at least 3 tab-separated columns "
                           f"(chrom, start, end), found {len(fields)}")
     contig, start_s, end_s = fields[0], fields[1].strip(), fields[2].strip()
-    if not (start_s.isdigit() and end_s.isdigit()):
+    if not all(s.isascii() and s.isdigit() for s in (start_s, end_s)):
         raise RegionError(f"{where}: start '{start_s}' and end '{end_s}' must be non-negative "
                           "integers (BED is 0-based, half-open)")
     start, end = int(start_s), int(end_s)
@@ -244,7 +245,8 @@ def read_bed(path: str | Path, lengths: Mapping[str, int] | None = None) -> list
     regions = []
     for num, line in _bed_lines(path):
         stripped = line.strip()
-        if not stripped or stripped.startswith(("#", "track", "browser")):
+        if not stripped or stripped.startswith("#") or stripped.split()[0] in ("track",
+                                                                               "browser"):
             continue
         fields = line.rstrip("\n").split("\t") if "\t" in line else stripped.split()
         regions.append(_bed_region(fields, f"{path}:{num}", lengths))

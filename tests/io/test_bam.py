@@ -192,6 +192,29 @@ def test_truncated_bam(reads, tmp_path):
         pileup_channels(cut, "17:1-4,200", None)
 
 
+def test_damaged_bam_says_so_and_a_stale_index_is_built_again(reads, tmp_path):
+    """Bytes zeroed inside a BAM (its end-of-file block intact) are named as corrupt data, not
+    as htslib's "Closing failed"; an index older than its BAM (the BAM rewritten after it was
+    indexed) is built again in a writable folder."""
+    import os
+
+    bam = tmp_path / "co.bam"
+    shutil.copy(reads / "ex1" / "ex1.bam", bam)
+    pysam.index(str(bam))
+    want = pileup_channels(bam, "chr1:1-1575", None)
+    raw = bytearray(bam.read_bytes())
+    raw[40_000:40_200] = bytes(200)
+    bam.write_bytes(bytes(raw))
+    os.utime(f"{bam}.bai")  # an index that looks current
+    with pytest.raises(InputError, match="truncated or corrupt alignment data"):
+        for region in ("chr1:1-1575", "chr2:1-1584"):
+            pileup_channels(bam, region, None)
+    shutil.copy(reads / "ex1" / "ex1.bam", bam)  # a whole BAM again, its index now stale
+    os.utime(f"{bam}.bai", (1, 1))
+    np.testing.assert_array_equal(pileup_channels(bam, "chr1:1-1575", None), want)
+    assert os.stat(f"{bam}.bai").st_mtime > 1
+
+
 def test_unsorted_bam_is_refused(ce_bam, tmp_path):
     bam, _ = ce_bam
     unsorted = tmp_path / "unsorted.bam"

@@ -215,6 +215,22 @@ def test_lines_ending_in_cr_alone_are_refused_with_the_fix(tmp_path, opener, how
         list(iter_records(tmp_path / "cr.fa"))
 
 
+def test_a_bzip2_file_of_many_blocks_and_a_gzip_with_an_empty_first_member_read(tmp_path):
+    """A bzip2 block (up to 900 kB) gives no bytes until it is whole, and a gzip file may begin
+    with an empty member: the format is still told from the first bytes there are."""
+    rng = random.Random(7)
+    records = [(f"r{i}", bytes(rng.choice(b"ACGT") for _ in range(100_000))) for i in range(3)]
+    text = b"".join(b">" + n.encode() + b"\n" + s + b"\n" for n, s in records)
+    with bz2.open(tmp_path / "big.fa.bz2", "wb") as fh:
+        fh.write(text)
+    assert (tmp_path / "big.fa.bz2").stat().st_size > 1 << 16
+    assert sniff_format(tmp_path / "big.fa.bz2") == ("fasta", "bz2")
+    assert list(iter_records(tmp_path / "big.fa.bz2")) == records
+    (tmp_path / "two.fa.gz").write_bytes(gzip.compress(b"") + gzip.compress(b">a\nACGT\n"))
+    with FastaFile(tmp_path / "two.fa.gz") as fa:
+        assert fa.fetch("a") == b"ACGT"
+
+
 def test_ragged_lines_fall_back_to_memory(tmp_path):
     path = tmp_path / "ragged.fa"
     path.write_bytes(b">a\nACGTACGT\nAC\nGGGGGGGGGGG\n>b\nTTTT")

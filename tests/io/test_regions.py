@@ -145,6 +145,11 @@ def test_read_bed_skips_headers_and_keeps_zero_based(tmp_path, gz):
                                       Region("HLA-A*01:01:01:01", 5, 6)]
 
 
+def test_read_bed_keeps_contigs_whose_names_begin_like_header_words(tmp_path):
+    bed = _write(tmp_path / "r.bed", "track\tname=x\ntrack1\t0\t10\nbrowser_contig\t5\t9\n")
+    assert read_bed(bed) == [Region("track1", 0, 10), Region("browser_contig", 5, 9)]
+
+
 def test_read_bed_space_separated(tmp_path):
     bed = _write(tmp_path / "r.bed", "chr1 10 20\n")
     assert read_bed(bed) == [Region("chr1", 10, 20)]
@@ -153,6 +158,8 @@ def test_read_bed_space_separated(tmp_path):
 @pytest.mark.parametrize("line, message", [
     ("chr1\t10\n", "at least 3"),
     ("chr1\tten\t20\n", "integers"),
+    ("chr1\t\u00b2\t20\n", "integers"),
+    ("chr1\t1\t\u0662\u0660\n", "integers"),
     ("chr1\t-5\t20\n", "integers"),
     ("chr1\t30\t20\n", "after end"),
     ("chr9\t1\t20\n", "unknown contig 'chr9'"),
