@@ -219,7 +219,8 @@ def tokenize(
                                  "(default 6)."),
     reference: Path = typer.Option(None, "--reference", help="Reference FASTA for --kind "
                                    "pileup."),
-    context: int = typer.Option(DEFAULT_CONTEXT, "--context", help="Tokens per window (sequence tokens; no BOS is added)."),
+    context: int = typer.Option(DEFAULT_CONTEXT, "--context", help="Tokens per window "
+                                "(sequence tokens; no BOS is added)."),
     overlap: int = typer.Option(0, "--overlap", help="Tokens shared by consecutive windows."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
