@@ -91,17 +91,22 @@ def decoder_params(model_dir: Path | None) -> DecoderParams:
 
     The weight of the neural evidence depends on how good the head is, so a checkpoint carries
     it: ``{"neural_gene_weight": w, "neural_start_weight": s}`` replace the decoder's
-    ``neural_per_codon`` gene weight and ``neural`` start weight.
+    ``neural_per_codon`` gene weight and ``neural`` start weight. A checkpoint without one (a
+    ``genoctx train`` export: the weights are fitted afterwards, by
+    ``benchmarks/decoder_neural_weight.py``) gets 0 and 0, as the shipped checkpoint chose:
+    its genes come from the sequence statistics, whatever the head has learnt, rather than from
+    untested weights that may call no gene at all.
     """
     import json
 
     from genoctx.heads.decoder import FEATURES, START_PARTS
 
     params = DecoderParams()
-    path = None if model_dir is None else Path(model_dir) / DECODER_FILE
-    if path is None or not path.is_file():
+    if model_dir is None:
         return params
-    cfg = json.loads(path.read_text())
+    path = Path(model_dir) / DECODER_FILE
+    cfg = json.loads(path.read_text()) if path.is_file() else {
+        "neural_gene_weight": 0.0, "neural_start_weight": 0.0}
     gw, sw = list(params.gene_weights), list(params.start_weights)
     if "neural_gene_weight" in cfg:
         gw[FEATURES.index("neural_per_codon")] = float(cfg["neural_gene_weight"])

@@ -197,6 +197,30 @@ def test_a_run_that_fails_while_writing_leaves_the_earlier_outputs_whole(example
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def test_a_checkpoint_without_decoder_json_calls_genes_from_the_sequence(example_fasta,
+                                                                         tmp_path, cli):
+    """A `genoctx train` export has no decoder.json: its genes are the sequence statistics'
+    (neural weights 0, as the shipped checkpoint chose), not none at all."""
+    import shutil
+
+    from genoctx.heads.annotate import decoder_params
+    from genoctx.heads.decoder import FEATURES, START_PARTS
+    from genoctx.model.checkpoint import embedded_dir
+
+    export = tmp_path / "export"
+    shutil.copytree(embedded_dir(), export, ignore=shutil.ignore_patterns("decoder.json"))
+    params = decoder_params(export)
+    assert params.gene_weights[FEATURES.index("neural_per_codon")] == 0.0
+    assert params.start_weights[START_PARTS.index("neural")] == 0.0
+    genes = {}
+    for name, model in (("mine", export), ("shipped", "embedded")):
+        code, _, err = cli(["annotate", example_fasta, "--model", model, "--formats", "bed",
+                            "-q", "--out", tmp_path / name])
+        assert code == 0, err
+        genes[name] = (tmp_path / f"{name}.bed").read_text()
+    assert genes["mine"] == genes["shipped"] and genes["mine"].count("\n") >= 5
+
+
 def test_ctrl_c_says_interrupted_and_exits_130(example_fasta, tmp_path, cli, monkeypatch):
     from genoctx.heads import annotate
 

@@ -213,7 +213,7 @@ def test_annotate_circular_cli(tmp_path, cli, pcp1, example_fasta):
 
 
 def test_annotated_gene_across_a_chromosome_origin_is_found(data_root):
-    """C. trachomatis 434/Bu (train role) annotates its chromosome's first gene across the
+    """C. trachomatis E/150 (NC_017439, train role) annotates its chromosome's first gene across the
     origin, join(1042397..1042996,1..1176): decoded as a circle, genoctx calls it exactly; as
     a line it calls a piece of it. Elsewhere the calls are those of the line."""
     path = data_root / "genomes/bacteria/Chlamydia_trachomatis_GCF_000092665.1_ASM9266v1.gbff.gz"
