@@ -589,13 +589,23 @@ class FastaFile:
         line0, line1 = start // lb, (end - 1) // lb + 1
         raw = bytearray(b"\n") * ((line1 - line0) * lw)  # a short last line keeps this filler
         os.preadv(self._fd, [raw], e.offset + line0 * lw)
-        if table is not None:
-            raw = raw.translate(table)
-        rows = np.frombuffer(raw, np.uint8).reshape(line1 - line0, lw)[:, :lb]
         first = start - line0 * lb
-        bases = rows.reshape(-1)[first:first + end - start]
-        # Within one line, reshape returns a view of ``raw``, which is fine: it is ours.
-        return bases
+
+        def bases_of(buf) -> np.ndarray:
+            rows = np.frombuffer(buf, np.uint8).reshape(line1 - line0, lw)[:, :lb]
+            # Within one line, reshape returns a view of ``buf``, which is fine: it is ours.
+            return rows.reshape(-1)[first:first + end - start]
+
+        bases = bases_of(raw)
+        odd = ((bases | 0x20) - 0x61) > 25  # not a letter (uint8 wraps below 'a')
+        if odd.any() and bytes(bases[odd]).translate(None, b"-*."):
+            at = start + int(np.flatnonzero(odd)[0])
+            raise InputError(
+                f"{self.path}: record '{e.name}' reads {bytes(bases[odd][:1])!r} at base {at + 1:,} "
+                f"through its index: {self.path.name}.fai does not describe this file (built "
+                "from lines holding blanks or other bytes, or from an older file); remove the "
+                ".fai and read the file again")
+        return bases if table is None else bases_of(raw.translate(table))
 
     def fetch_array(self, contig: str, start: int = 0, end: int | None = None, *,
                     table: bytes | None = None) -> np.ndarray:

@@ -231,6 +231,21 @@ def test_a_bzip2_file_of_many_blocks_and_a_gzip_with_an_empty_first_member_read(
         assert fa.fetch("a") == b"ACGT"
 
 
+def test_an_index_made_from_lines_with_blanks_is_refused_not_read_as_bases(tmp_path):
+    """samtools faidx counts a blank inside a line as a base: genoctx reads such a file into
+    memory when it builds the index itself (blanks dropped, as Biopython does), and refuses a
+    .fai that was already there rather than return blanks and lose bases."""
+    path = tmp_path / "sp.fa"
+    path.write_bytes(b">a\nACGT ACGT\nACGT ACGT\nAC\n")
+    with FastaFile(path) as fa:
+        assert fa.fetch("a") == b"ACGTACGTACGTACGTAC"
+    pysam.faidx(str(path))
+    with FastaFile(path) as fa, pytest.raises(InputError, match="at base 5 through its index"):
+        fa.fetch("a")
+    with FastaFile(path) as fa:
+        assert fa.fetch("a", 0, 4) == b"ACGT"  # what the index reads right stays readable
+
+
 def test_ragged_lines_fall_back_to_memory(tmp_path):
     path = tmp_path / "ragged.fa"
     path.write_bytes(b">a\nACGTACGT\nAC\nGGGGGGGGGGG\n>b\nTTTT")
