@@ -440,10 +440,10 @@ def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str,
     ``gff3_fasta`` the GFF3 ends with a ``##FASTA`` section holding the input's contigs (as
     Prokka writes it; pangenome tools such as Roary and Panaroo need it). With ``locus_tag``
     every gene and RNA gene is named ``LOCUS_TAG_00001``, ... in every file
-    (:func:`genoctx.io.writers.assign_locus_tags`) instead of ``contig_N``. With ``workers`` > 1 and tracks of at least
-    :data:`TRACK_POOL_MIN_BASES` bases, the track files (one per track and format, each about
-    0.1 s per Mb for bedGraph, 0.35 s for bigWig) are written by up to ``workers`` processes
-    while this one writes the rest; the bytes are the same.
+    (:func:`genoctx.io.writers.assign_locus_tags`) instead of ``contig_N``. With ``workers`` > 1
+    and tracks of at least :data:`TRACK_POOL_MIN_BASES` bases, the track files (one per track
+    and format, each about 0.1 s per Mb for bedGraph, 0.35 s for bigWig) are written by up to
+    ``workers`` processes while this one writes the rest; the bytes are the same.
     """
     if locus_tag is not None:
         from genoctx.io.writers import assign_locus_tags

@@ -601,8 +601,8 @@ class FastaFile:
         if odd.any() and bytes(bases[odd]).translate(None, b"-*."):
             at = start + int(np.flatnonzero(odd)[0])
             raise InputError(
-                f"{self.path}: record '{e.name}' reads {bytes(bases[odd][:1])!r} at base {at + 1:,} "
-                f"through its index: {self.path.name}.fai does not describe this file (built "
+                f"{self.path}: record '{e.name}' reads {bytes(bases[odd][:1])!r} at base "
+                f"{at + 1:,} through its index: {self.path.name}.fai does not describe this file (built "
                 "from lines holding blanks or other bytes, or from an older file); remove the "
                 ".fai and read the file again")
         return bases if table is None else bases_of(raw.translate(table))

@@ -62,8 +62,8 @@ class ModelConfig:
         for f in dataclasses.fields(self):  # a config.json written by hand: "d_model": "128"
             v, ok = getattr(self, f.name), kinds.get(str(f.type))
             if ok and (not isinstance(v, ok) or (isinstance(v, bool) and bool not in ok)):
-                raise ValueError(f"{f.name} must be {'a whole number' if f.type == 'int' else f.type}"
-                                 f", got {v!r}")
+                want = "a whole number" if f.type == "int" else f.type
+                raise ValueError(f"{f.name} must be {want}, got {v!r}")
         if self.vocab_size < VOCAB_SIZE:
             raise ValueError(f"vocab_size must be at least {VOCAB_SIZE} (the nucleotide tokens), "
                              f"got {self.vocab_size}")

@@ -279,8 +279,8 @@ def _train(model, step_fn, sampler, run_dir: Path, cfg: LoopConfig, title: str, 
                 history.append(row)
             if dp.main and (done % cfg.ckpt_every == 0 or last_step):
                 _save_state(state_dir, model, opt, step + 1,
-                            {"sampler": sampler.state(), "torch_rng": torch.get_rng_state().tolist(),
-                             "settings": settings})
+                            {"sampler": sampler.state(),
+                             "torch_rng": torch.get_rng_state().tolist(), "settings": settings})
             bar.advance(1)
             if out_of_time:
                 break

@@ -439,7 +439,8 @@ def _rows(metrics: dict) -> list[Row]:
               EVO2_CITE),
              ("rule_genoctx_consequence", "rule on genoctx consequence (gene model from HGVS)",
               paper),
-             ("rule_paper_consequence", "rule on the paper's consequence", "0.763 (whole data set, docs/results.md)"),
+             ("rule_paper_consequence", "rule on the paper's consequence",
+              "0.763 (whole data set, docs/results.md)"),
              ("head_consequence", "exon-held-out LR: consequence only", ""),
              ("head_model", "exon-held-out LR: model (DLL + embedding Δ)", ""),
              ("head_model_consequence", "exon-held-out LR: model + consequence", "")]
