@@ -55,7 +55,7 @@ def load(root: Path, species: str, manifest: dict):
     from genoctx.errors import InputError
     from genoctx.eval.benchmarks import annotation_eukaryote as ae
     from genoctx.io.annotation import read_features
-    from genoctx.train.corpus import read_sequences
+    from genoctx.io.annotation import read_sequences
 
     fa, gff = (f"genomes/eukaryote_chunks/{species}.{ext}.gz" for ext in ("fa", "gff"))
     for rel in (fa, gff):

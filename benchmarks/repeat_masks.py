@@ -32,7 +32,7 @@ from _report import md_table, section_head, write_section
 
 from genoctx.heads.orfs import encode
 from genoctx.io.dataroot import load_manifest, resolve_data_root
-from genoctx.train.corpus import read_sequences
+from genoctx.io.annotation import read_sequences
 
 _CHILD = """
 import json, resource, sys, time

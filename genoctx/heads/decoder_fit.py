@@ -357,13 +357,8 @@ def write_fitted(params: DecoderParams, path: Path, provenance: str) -> None:
 
 def load_train_genomes(data_root=None) -> list[TrainGenome]:
     """The manifest's TRAIN-role bacterial genomes, each file checked by the role guard."""
-    from genoctx.io.annotation import read_genes, read_sequences_genbank
-    from genoctx.io.dataroot import (
-        load_manifest,
-        require_trainable,
-        require_unseen,
-        resolve_data_root,
-    )
+    from genoctx.io.annotation import read_genes
+    from genoctx.io.dataroot import load_manifest, resolve_data_root, trainable_sequences
 
     root = resolve_data_root(data_root)
     paths = sorted(e.path for e in load_manifest(root).values()
@@ -371,9 +366,7 @@ def load_train_genomes(data_root=None) -> list[TrainGenome]:
     out = []
     for rel, w in zip(paths, species_weights(paths)):
         path = root / rel
-        require_trainable(path, root)
-        records = list(read_sequences_genbank(path))
-        require_unseen(records, rel, root)
+        _, records = trainable_sequences(path, root, source=rel)
         truth = [(g.contig, g.start, g.end, g.strand) for g in read_genes(path)]
         out.append(TrainGenome(Path(rel).name, records, truth, w))
     return out

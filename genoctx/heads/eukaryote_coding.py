@@ -161,7 +161,7 @@ def load_chunks(data_root=None, species: list[str] | None = None) -> list[tuple[
     """``(species, {path: sha256}, records, features)`` of each train-role eukaryote chunk (FASTA
     and GFF), through the role guard; ``species`` keeps only those named."""
     from genoctx.io.annotation import read_features
-    from genoctx.train.corpus import _guarded, manifest_files, read_sequences
+    from genoctx.train.corpus import _guarded, guarded_sequences, manifest_files
 
     out = []
     for fa in manifest_files([CHUNK_GLOB], {"train"}, data_root):
@@ -169,9 +169,10 @@ def load_chunks(data_root=None, species: list[str] | None = None) -> list[tuple[
         if species is not None and name not in species:
             continue
         gff = fa.removesuffix(".fa.gz") + ".gff.gz"
-        (fa_path, fa_info), (gff_path, gff_info) = _guarded(fa, data_root), _guarded(gff, data_root)
-        out.append((name, {fa: fa_info["sha256"], gff: gff_info["sha256"]},
-                    read_sequences(fa_path), read_features(gff_path)))
+        _, fa_info, seqs = guarded_sequences(fa, data_root)
+        gff_path, gff_info = _guarded(gff, data_root)
+        out.append((name, {fa: fa_info["sha256"], gff: gff_info["sha256"]}, seqs,
+                    read_features(gff_path)))
     return out
 
 

@@ -120,15 +120,12 @@ def default_bank() -> tuple[MetaModel, ...]:
 def bank_genomes(data_root=None) -> list[tuple[str, list[tuple[str, bytes]]]]:
     """(model name, records) of every bacterial genome the manifest allows for training
     (train and pretrain-only roles), each file checked by the role guard."""
-    from genoctx.io.annotation import read_sequences_genbank
     from genoctx.io.dataroot import (
         TRAINABLE_ROLES,
         load_manifest,
-        require_trainable,
-        require_unseen,
         resolve_data_root,
+        trainable_sequences,
     )
-    from genoctx.io.fasta import iter_records
 
     root = resolve_data_root(data_root)
     out = []
@@ -137,12 +134,7 @@ def bank_genomes(data_root=None) -> list[tuple[str, list[tuple[str, bytes]]]]:
         if e.role not in TRAINABLE_ROLES or folder not in ("bacteria", "unannotated"):
             continue
         path = root / e.path
-        require_trainable(path, root)
-        if ".gbff" in path.name:
-            records = list(read_sequences_genbank(path))
-        else:
-            records = list(iter_records(path))
-        require_unseen(records, e.path, root)
+        _, records = trainable_sequences(path, root, source=e.path)
         name = path.name.split(".gbff")[0].split(".fna")[0]
         out.append((name, [(c, s) for c, s in records if len(s)]))
     return out

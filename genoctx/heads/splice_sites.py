@@ -263,10 +263,9 @@ def load_examples(data_root=None):
     from genoctx.io.dataroot import (
         load_manifest,
         require_trainable,
-        require_unseen,
         resolve_data_root,
+        trainable_sequences,
     )
-    from genoctx.io.fasta import iter_records
 
     root = resolve_data_root(data_root)
     manifest = load_manifest(root)
@@ -277,11 +276,9 @@ def load_examples(data_root=None):
             continue
         fa = rel.replace(".gff.gz", ".fa.gz")
         require_trainable(root / rel, root)
-        require_trainable(root / fa, root)
+        _, records = trainable_sequences(root / fa, root, source=fa)
         genes = read_genes(root / rel)
         ex = []
-        records = list(iter_records(root / fa))
-        require_unseen(records, fa, root)
         for contig, seq in records:
             x = encode(seq)
             mine = [g for g in genes if g.contig == contig and not g.pseudo]

@@ -239,6 +239,22 @@ def read_sequences_embl(path: str | Path) -> Iterator[tuple[str, bytes]]:
                              "file with a sequence (SQ) section?") from exc
 
 
+def read_sequences(path: str | Path, *, unique: bool = True) -> list[tuple[str, bytes]]:
+    """``(name, sequence)`` of every record of a GenBank, EMBL (accession.version) or FASTA file
+    (any compression genoctx reads), the format told from the content; ``unique=False`` lets
+    FASTA names repeat."""
+    from genoctx.io.fasta import FORMAT_NAMES, iter_records, sniff_format
+
+    fmt, _ = sniff_format(path)
+    if fmt == "genbank":
+        return list(read_sequences_genbank(path))
+    if fmt == "embl":
+        return list(read_sequences_embl(path))
+    if fmt == "fasta":
+        return list(iter_records(path, unique=unique))
+    raise InputError(f"{path} is {FORMAT_NAMES[fmt]}, not FASTA, GenBank or EMBL")
+
+
 def read_genes(path: str | Path, *, include_pseudo: bool = False,
                include_joined: bool = False) -> list[Gene]:
     """Coding genes for gene-level evaluation: one :class:`Gene` per distinct CDS.

@@ -199,17 +199,6 @@ def _is_sequence_file(rel: str) -> bool:
     return name.endswith(_SEQUENCE_FILE)
 
 
-def _read_any(path: Path) -> list[tuple[str, bytes]]:
-    from genoctx.io.fasta import iter_records, sniff_format
-
-    fmt, _ = sniff_format(path)
-    if fmt == "genbank":
-        from genoctx.io.annotation import read_sequences_genbank
-
-        return list(read_sequences_genbank(path))
-    return list(iter_records(path, unique=False)) if fmt == "fasta" else []
-
-
 @functools.lru_cache(maxsize=4)
 def _held_out_digests(root: str) -> dict[str, tuple[str, str]]:
     """``{sequence digest: (path, role)}`` of every record of the manifest's held-out sequence
@@ -219,10 +208,25 @@ def _held_out_digests(root: str) -> dict[str, tuple[str, str]]:
         path = Path(root) / e.path
         if e.role not in HELD_OUT_ROLES or not _is_sequence_file(e.path) or not path.is_file():
             continue
-        for _, seq in _read_any(path):
+        from genoctx.io.annotation import read_sequences
+
+        for _, seq in read_sequences(path, unique=False):
             if len(seq) >= UNSEEN_MIN_BASES:
                 out.setdefault(sequence_digest(seq), (e.path, e.role))
     return out
+
+
+def trainable_sequences(path: str | Path, data_root: str | Path | None = None,
+                        source: str | None = None) -> tuple[str, list[tuple[str, bytes]]]:
+    """``(role, records)`` of a training file, through both guards: its bytes' role
+    (:func:`require_trainable`) and its records' sequences (:func:`require_unseen`). Training
+    loaders read sequences only through this."""
+    from genoctx.io.annotation import read_sequences
+
+    role = require_trainable(path, data_root)
+    records = read_sequences(path)
+    require_unseen(records, source or str(path), data_root)
+    return role, records
 
 
 def require_unseen(records, source: str | Path, data_root: str | Path | None = None) -> None:

@@ -135,7 +135,12 @@ def sniff_format(path: str | Path) -> tuple[str, str]:
     Raises:
         InputError: the file is missing, a directory, empty, or its compression is corrupt.
     """
-    path = Path(path)
+    fmt, compression, _ = _sniff(Path(path))
+    return fmt, compression
+
+
+def _sniff(path: Path) -> tuple[str, str, bytes]:
+    """:func:`sniff_format`, and the first (up to 64 KiB of) decompressed bytes it read."""
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_dir():
@@ -146,15 +151,16 @@ def sniff_format(path: str | Path) -> tuple[str, str]:
         raise InputError(f"{path} is empty")
     compression = _compression(raw)
     if compression == "zstd":
-        return "unknown", compression
+        return "unknown", compression, b""
     if compression == "none" and raw.startswith(b"CRAM"):
-        return "cram", compression
-    return _content_format(_peek(raw, compression, path)), compression
+        return "cram", compression, raw
+    head = _peek(raw, compression, path)
+    return _content_format(head), compression, head
 
 
 def _require_fasta(path: Path) -> str:
     """The compression of ``path``; InputError when it is not FASTA."""
-    fmt, compression = sniff_format(path)
+    fmt, compression, head = _sniff(Path(path))
     if compression == "zstd":
         raise InputError(f"{path} is zstd-compressed; decompress it or recompress with bgzip")
     if fmt == "empty":
@@ -162,8 +168,7 @@ def _require_fasta(path: Path) -> str:
     if fmt != "fasta":
         hint = _FASTA_HINTS.get(fmt, "a FASTA file starts with a '>name' header line")
         raise InputError(f"{path} is not FASTA (it looks like {FORMAT_NAMES[fmt]}); {hint}")
-    with open(path, "rb") as fh:
-        first_line = _peek(fh.read(1 << 16), compression, path).split(b"\n", 1)[0]
+    first_line = head.split(b"\n", 1)[0]
     if b"\r" in first_line.rstrip(b"\r"):  # lines end in CR alone: one endless header line
         how = {"none": f"tr '\\r' '\\n' < {path.name} > fixed.fa",
                "gzip": f"gzip -dc {path.name} | tr '\\r' '\\n' > fixed.fa"}

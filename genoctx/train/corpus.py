@@ -11,7 +11,6 @@ recompressed, converted to FASTA) is refused too.
 from __future__ import annotations
 
 import fnmatch
-import lzma
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,9 +21,9 @@ from genoctx.heads.classes import IGNORE_INDEX
 from genoctx.io.dataroot import (
     load_manifest,
     require_trainable,
-    require_unseen,
     resolve_data_root,
     sha256_file,
+    trainable_sequences,
 )
 from genoctx.tokenize import nucleotide as nt
 
@@ -65,42 +64,27 @@ def manifest_files(patterns: list[str], roles: set[str], data_root=None) -> list
                   if e.role in roles and any(fnmatch.fnmatch(p, pat) for pat in patterns))
 
 
-def _guarded(rel: str, data_root) -> tuple[Path, dict]:
+def _path(rel: str, data_root) -> Path:
     root = resolve_data_root(data_root)
     path = root / rel
     if not path.is_file():
         raise InputError(f"training file {rel} is missing under {root}")
+    return path
+
+
+def _guarded(rel: str, data_root) -> tuple[Path, dict]:
+    """A training file (an annotation) after the role guard, and its line of the run's manifest."""
+    path = _path(rel, data_root)
     role = require_trainable(path, data_root)
     return path, {"path": rel, "sha256": sha256_file(path), "role": role}
 
 
-def _read_xz_fasta(path: Path) -> list[tuple[str, bytes]]:
-    records, name, chunks = [], None, []
-    with lzma.open(path, "rb") as fh:
-        for line in fh:
-            if line.startswith(b">"):
-                if name is not None:
-                    records.append((name, b"".join(chunks)))
-                name, chunks = line[1:].split()[0].decode(), []
-            else:
-                chunks.append(line.strip())
-    if name is not None:
-        records.append((name, b"".join(chunks)))
-    return records
-
-
-def read_sequences(path: Path) -> list[tuple[str, bytes]]:
-    """(name, sequence) for GenBank, FASTA (plain/gzip/bgzip) or xz-compressed FASTA."""
-    name = path.name.lower()
-    if name.endswith(".xz"):
-        return _read_xz_fasta(path)
-    if any(name.endswith(s) for s in (".gb", ".gbk", ".gbff", ".gb.gz", ".gbk.gz", ".gbff.gz")):
-        from genoctx.io.annotation import read_sequences_genbank
-
-        return list(read_sequences_genbank(path))
-    from genoctx.io.fasta import iter_records
-
-    return list(iter_records(path))
+def guarded_sequences(rel: str, data_root) -> tuple[Path, dict, list[tuple[str, bytes]]]:
+    """A training sequence file after both guards (its bytes' role, its records' sequences:
+    :func:`genoctx.io.dataroot.trainable_sequences`), its manifest line and its records."""
+    path = _path(rel, data_root)
+    role, seqs = trainable_sequences(path, data_root, source=rel)
+    return path, {"path": rel, "sha256": sha256_file(path), "role": role}, seqs
 
 
 def labels_from_tracks(tracks) -> np.ndarray:
@@ -120,10 +104,8 @@ def lm_corpus(data_root=None) -> Corpus:
                          "nothing to pretrain on")
     records, files = [], []
     for rel in rels:
-        path, info = _guarded(rel, data_root)
+        _, info, seqs = guarded_sequences(rel, data_root)
         files.append(info)
-        seqs = read_sequences(path)
-        require_unseen(seqs, rel, data_root)
         for name, seq in seqs:
             records.append(Record(name=name, ids=nt.encode(seq), weight=_weight(rel), source=rel))
     return Corpus(records, files)
@@ -147,10 +129,8 @@ def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
                          "(genomes/bacteria/*.gbff.gz, genomes/eukaryote_chunks/*.gff.gz): "
                          "nothing to train the annotation head on")
     for rel in bacteria:
-        path, info = _guarded(rel, data_root)
+        path, info, seqs = guarded_sequences(rel, data_root)
         files.append(info)
-        seqs = read_sequences(path)
-        require_unseen(seqs, rel, data_root)
         tracks = label_tracks(read_features(path), {n: len(s) for n, s in seqs})
         for name, seq in seqs:
             records.append(Record(name, nt.encode(seq), labels_from_tracks(tracks[name]),
@@ -158,10 +138,8 @@ def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
     for rel in eukaryotes:
         fa_rel = rel.replace(".gff.gz", ".fa.gz")
         gff_path, gff_info = _guarded(rel, data_root)
-        fa_path, fa_info = _guarded(fa_rel, data_root)
+        _, fa_info, seqs = guarded_sequences(fa_rel, data_root)
         files += [gff_info, fa_info]
-        seqs = read_sequences(fa_path)
-        require_unseen(seqs, fa_rel, data_root)
         tracks = label_tracks(read_features(gff_path), {n: len(s) for n, s in seqs})
         for name, seq in seqs:
             if name in tracks:

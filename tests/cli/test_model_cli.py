@@ -79,7 +79,7 @@ def test_model_info_reads_a_checkpoint_named_by_one_of_its_files_or_in_any_case(
         assert cli(["model", "info", "--model", small_ckpt / name])[1] == want
     code, _, err = cli(["model", "info", "--model", small_ckpt / "nothing" / ".." / "x.txt"])
     assert code == 2 and "not found" in err
-    code, out, err = cli(["model", "info", "--model", "EMBEDDED"])
+    code, _, err = cli(["model", "info", "--model", "EMBEDDED"])
     assert code == 0 or "no trained weights ship" in err
 
 

@@ -219,7 +219,7 @@ def test_channels_in_place_of_probabilities_give_the_same_genes(data_root):
 def made_up_probs(data_root, start: int, seed: int):
     """12 kb of real C. elegans sequence with labels of random spliced "genes" (1-4 exons of
     60-300 bp, introns of 40-200) laid over it, softened and mixed with noise."""
-    from genoctx.train.corpus import read_sequences
+    from genoctx.io.annotation import read_sequences
 
     (_, s), *_ = read_sequences(data_root / "genomes/eukaryote_chunks/C.elegans.fa.gz")
     seq = s[start:start + 12_000].decode().upper()

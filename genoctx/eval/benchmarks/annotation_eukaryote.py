@@ -129,7 +129,7 @@ def _truth(name: str, records, features: dict[str, list[Feature]], cut: dict) ->
 
 def load_chunk(ctx: BenchContext) -> Dataset:
     """The C. elegans chunk (quick: the first 60 kb of its first record)."""
-    from genoctx.train.corpus import read_sequences
+    from genoctx.io.annotation import read_sequences
 
     fa, gff = ctx.data_file(CHUNK_FA), ctx.data_file(CHUNK_GFF)
     records = read_sequences(fa)
@@ -150,7 +150,7 @@ def _locus_key(name: str):
 
 def load_smallgenes(ctx: BenchContext) -> Dataset:
     """The small-gene loci (quick: 30 spread over the sorted list), read from the tarball."""
-    from genoctx.train.corpus import read_sequences
+    from genoctx.io.annotation import read_sequences
 
     tar_path = ctx.data_file(SMALL_TAR)
     with tarfile.open(tar_path, "r:gz") as tar:  # one pass: gzip cannot seek backwards cheaply
