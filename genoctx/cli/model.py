@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -29,16 +30,23 @@ def _load_config(config: str | None, model: str | None):
 
 
 def _meta_numel(cfg) -> tuple[int, int]:
-    """``(total, one expert)`` counted on a meta-device module (no memory is allocated)."""
+    """``(total, one expert)`` counted on meta-device modules (no memory is allocated).
+
+    The layers are all alike, so modules of one and two layers give the rest and the cost of
+    one more layer; building all of them would take minutes for a config of a million layers.
+    """
     import torch
 
     from genoctx.model.model import GenoCtxModel
 
+    counts = []
     with torch.device("meta"):
-        module = GenoCtxModel(cfg, backend="torch")
+        for layers in (1, 2):
+            module = GenoCtxModel(dataclasses.replace(cfg, num_layers=layers), backend="torch")
+            counts.append(sum(p.numel() for p in module.parameters()))
     moe = module.layers[0].moe
     per_expert = (moe.w_gate_up.numel() + moe.w_down.numel()) // cfg.num_experts
-    return sum(p.numel() for p in module.parameters()), per_expert
+    return counts[0] + (cfg.num_layers - 1) * (counts[1] - counts[0]), per_expert
 
 
 def model_summary(cfg, source: str) -> dict:

@@ -71,6 +71,27 @@ def test_info_from_a_checkpoint_and_errors(cli, small_ckpt):
     assert code == 2 and "choose one of" in err and "Traceback" not in err
 
 
+def test_info_counts_a_config_of_a_million_layers_without_building_them(cli, small_ckpt,
+                                                                        tmp_path):
+    """The meta-device cross-check builds one and two layers, not all of them (it hung)."""
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    for f in small_ckpt.iterdir():
+        (deep / f.name).write_bytes(f.read_bytes())
+    meta = json.loads((deep / "config.json").read_text())
+    meta["config"]["num_layers"] = 10**6
+    (deep / "config.json").write_text(json.dumps(meta))
+    code, out, err = cli(["model", "info", "--model", deep, "--json"])
+    assert code == 0, err
+    info = json.loads(out)
+    cfg = ModelConfig(**meta["config"])
+    assert info["num_layers"] == 10**6 and info["total_params"] == cfg.num_params()
+    with torch.device("meta"):  # the extrapolation is exact: compare with a module of 3 layers
+        three = GenoCtxModel(ModelConfig(**{**meta["config"], "num_layers": 3}), backend="torch")
+    per_layer = (cfg.num_params() - sum(p.numel() for p in three.parameters())) // (10**6 - 3)
+    assert per_layer == sum(cfg.layer_params().values())
+
+
 def test_model_info_reads_a_checkpoint_named_by_one_of_its_files_or_in_any_case(cli,
                                                                               small_ckpt):
     code, want, err = cli(["model", "info", "--model", small_ckpt])
