@@ -248,44 +248,57 @@ def _train(model, step_fn, sampler, run_dir: Path, cfg: LoopConfig, title: str, 
     end = cfg.steps if cfg.stop_after is None else min(cfg.steps, cfg.stop_after)
     if cfg.time_limit is not None and not cfg.time_limit > 0:
         raise ValueError(f"time_limit must be a positive number of seconds, got {cfg.time_limit}")
-    began, done = time.monotonic(), start
-    with progress_bar(title, total=end, quiet=quiet or not dp.main) as bar:
-        bar.advance(start)
-        for step in range(start, end):
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step, cfg)
-            out = step_fn(step)
-            opt.zero_grad(set_to_none=True)
-            out["loss"].backward()
-            dp.sync_grads(model.parameters())
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            out = dp.mean(out)  # the global batch's loss and metrics
-            last = float(out["loss"].detach())
-            if not math.isfinite(last):
-                raise FloatingPointError(f"loss became {last} at step {step}; lower --lr")
-            done = step + 1
-            # every process stops at the same step: any one past the limit stops them all
-            out_of_time = False
-            if cfg.time_limit is not None:
-                late = float(time.monotonic() - began >= cfg.time_limit)
-                out_of_time = bool(dp.mean({"t": torch.tensor(late, device=dp.device)})["t"] > 0)
-            last_step = done == end or out_of_time
-            if dp.main and (done % cfg.log_every == 0 or last_step):
-                row = {"step": step + 1, "lr": f"{lr_at(step, cfg):.3e}",
-                       "elapsed_s": f"{time.time() - t0:.1f}",
-                       **{k: f"{float(v.detach()):.5f}" for k, v in out.items()}}
-                _append_csv(csv_path, row)
-                history.append(row)
-            if dp.main and (done % cfg.ckpt_every == 0 or last_step):
-                _save_state(state_dir, model, opt, step + 1,
-                            {"sampler": sampler.state(),
-                             "torch_rng": torch.get_rng_state().tolist(), "settings": settings})
-            bar.advance(1)
-            if out_of_time:
-                break
-    if dp.main and csv_path.exists():
-        plot_losses(csv_path, run_dir / "loss.png", title)
+    began, done, saved, finished = time.monotonic(), start, start, False
+    try:
+        with progress_bar(title, total=end, quiet=quiet or not dp.main) as bar:
+            bar.advance(start)
+            for step in range(start, end):
+                for g in opt.param_groups:
+                    g["lr"] = lr_at(step, cfg)
+                out = step_fn(step)
+                opt.zero_grad(set_to_none=True)
+                out["loss"].backward()
+                dp.sync_grads(model.parameters())
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                opt.step()
+                out = dp.mean(out)  # the global batch's loss and metrics
+                last = float(out["loss"].detach())
+                if not math.isfinite(last):
+                    raise FloatingPointError(f"loss became {last} at step {step}; lower --lr")
+                done = step + 1
+                # every process stops at the same step: any one past the limit stops them all
+                out_of_time = False
+                if cfg.time_limit is not None:
+                    late = torch.tensor(float(time.monotonic() - began >= cfg.time_limit),
+                                        device=dp.device)
+                    out_of_time = bool(dp.mean({"t": late})["t"] > 0)
+                last_step = done == end or out_of_time
+                if dp.main and (done % cfg.log_every == 0 or last_step):
+                    row = {"step": step + 1, "lr": f"{lr_at(step, cfg):.3e}",
+                           "elapsed_s": f"{time.time() - t0:.1f}",
+                           **{k: f"{float(v.detach()):.5f}" for k, v in out.items()}}
+                    _append_csv(csv_path, row)
+                    history.append(row)
+                if dp.main and (done % cfg.ckpt_every == 0 or last_step):
+                    _save_state(state_dir, model, opt, step + 1,
+                                {"sampler": sampler.state(), "settings": settings,
+                                 "torch_rng": torch.get_rng_state().tolist()})
+                    saved = step + 1
+                bar.advance(1)
+                if out_of_time:
+                    break
+        finished = True
+    except KeyboardInterrupt:
+        if dp.main:
+            again = (f"its state was saved at step {saved:,}: the same command resumes from "
+                     "there" if saved else "no state was saved yet: the same command starts it "
+                     "again")
+            print(f"training stopped at step {done:,} of {end:,}; {again}", file=sys.stderr)
+        raise
+    finally:  # the loss plot follows loss.csv however the loop ended (interrupted too)
+        if dp.main and csv_path.exists():
+            with contextlib.nullcontext() if finished else contextlib.suppress(Exception):
+                plot_losses(csv_path, run_dir / "loss.png", title)
     if start >= end and history == [] and csv_path.exists():  # resumed at the end: report it
         with open(csv_path) as fh:
             rows = list(csv.DictReader(fh))

@@ -199,3 +199,28 @@ def test_a_second_run_on_a_busy_folder_stops_at_once(tmp_path, example_fasta):
             _tiny_run(run_dir, example_fasta)
     assert not (run_dir / "loss.csv").exists()
     assert _tiny_run(run_dir, example_fasta).steps == 2  # free again
+
+
+@pytest.mark.parametrize("ckpt_every, saved", [(2, "saved at step 2"), (10, "no state was saved")])
+def test_ctrl_c_leaves_the_loss_plot_and_says_where_a_rerun_resumes(tmp_path, example_fasta,
+                                                                    capsys, ckpt_every, saved):
+    seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])
+    corpus = corpus_mod.Corpus([corpus_mod.Record("pPCP1", nt.encode(seq))])
+    sampler = corpus_mod.WindowSampler(corpus, 256, seed=0)
+    torch.manual_seed(0)
+    model = GenoCtxModel.from_config(get_config("tiny", **SMALL), backend="torch")
+    cfg = LoopConfig(steps=5, lr=1e-3, warmup=2, log_every=1, ckpt_every=ckpt_every)
+
+    def step(i):
+        if i == 3:
+            raise KeyboardInterrupt
+        ids, _ = sampler.sample(2)
+        return model.lm_loss(torch.from_numpy(ids))
+
+    with pytest.raises(KeyboardInterrupt):
+        train_loop(model, step, sampler, tmp_path, cfg, title="t", quiet=True)
+    err = capsys.readouterr().err
+    assert "training stopped at step 3 of 5" in err and saved in err
+    assert (tmp_path / "loss.png").stat().st_size > 0
+    assert len((tmp_path / "loss.csv").read_text().splitlines()) == 4  # header + 3 steps
+    assert not (tmp_path / "run.json").exists()
