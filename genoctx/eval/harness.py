@@ -16,7 +16,7 @@ given model, data and seed: ``--check-reproducible`` runs everything twice and c
 - ``metrics.json``: ``{"manifest": {...}, "benchmarks": {NAME: metrics}}``, and a copy holding
   only one benchmark in each ``NAME/metrics.json`` (kept when a later run reuses ``out``);
 - ``report.md``: one table of every headline number with its anchor, then each benchmark's notes
-  and plots;
+  and plots; ``NAME/report.md`` holds one benchmark's (kept like ``NAME/metrics.json``);
 - the PNG plots each benchmark wrote into ``out/NAME/``.
 """
 
@@ -327,10 +327,12 @@ def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
 
     with atomic_open(out / "metrics.json", "w") as fh:
         fh.write(json.dumps(doc, indent=2) + "\n")
-    for name in names:  # each benchmark's own copy survives later runs into the same --out
+    for name in names:  # each benchmark's own copies survive later runs into the same --out
         single = {"manifest": doc["manifest"], "benchmarks": {name: doc["benchmarks"][name]}}
         with atomic_open(ctx.bench_dir(name) / "metrics.json", "w") as fh:
             fh.write(json.dumps(single, indent=2) + "\n")
+        with atomic_open(ctx.bench_dir(name) / "report.md", "w") as fh:
+            fh.write(render_report(single, {name: results[name]}, ctx.bench_dir(name)))
     with atomic_open(out / "report.md", "w") as fh:
         fh.write(render_report(doc, results, out))
     return doc

@@ -321,3 +321,28 @@ def test_a_damaged_or_foreign_probability_cache_is_computed_again(tmp_path):
     cache.write_bytes(cache.read_bytes()[:200])  # cut short
     assert load_probs_cache(cache, [("a", 4)]) is None
     assert load_probs_cache(tmp_path / "missing.npz", [("a", 4)]) is None
+
+
+def test_each_benchmark_keeps_its_own_report_when_another_runs_into_the_same_out(tmp_path,
+                                                                                 data_root):
+    def plotted(label):
+        def run(ctx):
+            png = ctx.bench_dir(label) / "bars.png"
+            png.write_bytes(b"\x89PNG\r\n\x1a\n")
+            return harness.BenchResult(metrics={"n": 1}, notes=[f"{label} note"],
+                                       rows=[harness.Row("d", "m", label, 1.0, "anchor")],
+                                       plots=[png])
+        return run
+
+    harness.run_jobs([("first", plotted("first"))], out=tmp_path, model=None,
+                     data_root=data_root)
+    harness.run_jobs([("second", plotted("second"))], out=tmp_path, model=None,
+                     data_root=data_root)
+    top = (tmp_path / "report.md").read_text()
+    assert "second note" in top and "first note" not in top  # the top report is the last run's
+    for label in ("first", "second"):
+        own = (tmp_path / label / "report.md").read_text()
+        assert f"{label} note" in own and f"| {label} |" in own
+        assert "](bars.png)" in own  # plots linked from beside the report
+        doc = json.loads((tmp_path / label / "metrics.json").read_text())
+        assert list(doc["benchmarks"]) == [label]
