@@ -159,8 +159,10 @@ def _record_fields(rec, alleles: dict, fa, ann: _Annotator, supervised, context:
     ``scored`` False (``--model none``): no GCX_DLL entry."""
     known = rec.chrom in fa.lengths
     flt = FILTER_UNKNOWN if not known else None if _ref_ok(fa, rec) else FILTER_MISMATCH
-    if not rec.alts:
-        return [], flt
+    # no class where the reference has no base (POS past the end of its sequence)
+    klass = ann.klass(rec.chrom, rec.start) if known and rec.start < fa.lengths[rec.chrom] else "."
+    if not rec.alts:  # ALT "." (a reference call): the class at the site, no allele to score
+        return [f"GCX_CLASS={klass}"], flt
     dll, conseq, score = [], [], []
     for k in range(1, len(rec.alts) + 1):
         v, d = alleles.get(k, (None, None))
@@ -170,8 +172,6 @@ def _record_fields(rec, alleles: dict, fa, ann: _Annotator, supervised, context:
         if supervised is not None:
             score.append(_format_float(_supervised_score(supervised, fa, v, context) if ok
                                        else None))
-    # no class where the reference has no base (POS past the end of its sequence)
-    klass = ann.klass(rec.chrom, rec.start) if known and rec.start < fa.lengths[rec.chrom] else "."
     info = [f"GCX_DLL={','.join(dll)}"] if scored else []
     info += [f"GCX_CLASS={klass}", f"GCX_CONSEQ={','.join(conseq)}"]
     if supervised is not None:

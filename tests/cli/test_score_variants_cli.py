@@ -139,6 +139,29 @@ def test_annotation_gives_consequences_and_classes(cli, tmp_path, pcp1, example_
     assert {"noncoding", "stop_lost"} <= conseqs and conseqs & {"missense", "synonymous"}
 
 
+def test_reference_calls_get_the_class_and_the_ref_check(cli, tmp_path, pcp1, example_genbank):
+    """ALT "." (a reference call, as in a gVCF) has no allele to score or give a consequence,
+    but gets the class at its site and the REF check; the SNV beside it is scored as before."""
+    features = read_features(example_genbank)
+    contig = next(iter(features))
+    cds = next(f for f in features[contig] if f.kind == "CDS")
+    with FastaFile(pcp1) as fa:
+        seq = fa.fetch(contig).decode()
+        gm = GeneModel.from_features(features, fa)
+    p, q = cds.start + 10, 30
+    rows = [f"{contig}\t{p + 1}\t.\t{seq[p]}\t.\t.\t.\t.",
+            f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t.",
+            f"{contig}\t{q + 1}\t.\t{other(seq[q])}\t.\t.\tPASS\t."]
+    vcf = write_vcf(tmp_path / "ref.vcf", contig, len(seq), rows)
+    code, out, err = cli(["score-variants", vcf, "-R", pcp1, "--annotation", example_genbank,
+                          "--model", "none", "-q"])
+    assert code == 0, err
+    recs = _records(out)
+    assert recs[0][7] == f"GCX_CLASS={gm.klass(contig, p)}" and recs[0][6] == "."
+    assert f"GCX_CLASS={gm.klass(contig, p)}" in recs[1][7] and "GCX_CONSEQ=" in recs[1][7]
+    assert recs[2][6] == "GCX_REF_MISMATCH" and recs[2][7] == f"GCX_CLASS={gm.klass(contig, q)}"
+
+
 def test_translation_table_reaches_the_consequences(cli, tmp_path, pcp1, example_genbank,
                                                    model_dir):
     """With an annotation that names no genetic code, ``-g 4`` makes TGG → TGA synonymous."""
