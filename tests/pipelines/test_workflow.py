@@ -390,6 +390,19 @@ def test_bad_sample_sheet_column_fails_before_running(workdir, data_root, tmp_pa
     assert res.returncode != 0 and all(m in out for m in messages)
 
 
+def test_sample_names_that_would_share_output_paths_fail_before_running(workdir, data_root,
+                                                                         tmp_path):
+    """Sample x writes results/annotate/x.faa; sample x.faa needs that path as a folder."""
+    sheet = tmp_path / "samples.tsv"
+    fasta = "examples/Yersinia_pestis_pPCP1_NC_005816.fna"
+    sheet.write_text(f"sample\tfasta\nx\t{fasta}\nx.faa\t{fasta}\nx.fa\t{fasta}\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}"], workdir, data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "x and x.faa" in out and "would share output paths" in out
+    assert "x and x.fa " not in out  # x.fa shares nothing with x
+
+
 @pytest.mark.slow
 def test_sharded_sample_keeps_each_shard_gene_from_its_own_core(results):
     """BRCA1 ran as 2 overlapping chunks: the merged genes are exactly the genes each chunk

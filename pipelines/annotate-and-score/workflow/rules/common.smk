@@ -12,6 +12,8 @@ OPTIONAL_COLUMNS = ("bam", "vcf", "truth", "locus_tag", "closed", "circular")
 # Values of the closed and circular columns that mean yes (empty, no, false: no).
 CLOSED_YES = ("yes", "true")
 FILE_COLUMNS = ("fasta", "bam", "vcf", "truth")
+# what the rules append to a sample name for its output files (results/*/SAMPLE.gff3 ...)
+OUTPUT_ENDINGS = (".gff3", ".bed", ".faa", ".vcf.gz", ".vcf.gz.tbi")
 # Probability tracks written by `genoctx annotate` (one bedGraph each); none without a model.
 TRACKS = ["CDS_plus", "CDS_minus", "RNA"] if config["model"] != "none" else []
 
@@ -112,6 +114,13 @@ def check_samples(sheet):
     dupes = sorted(sheet["sample"][sheet["sample"].duplicated()].unique())
     if dupes:
         raise WorkflowError(f"sample name(s) repeated in the sample sheet: {', '.join(dupes)}")
+    # results/annotate/x.faa is sample x's protein file and sample x.faa's folder
+    names = set(sheet["sample"])
+    clash = sorted(f"{n} and {n}{end} (the file {n}{end} of the one is the folder of the "
+                   "other)" for n in names for end in OUTPUT_ENDINGS if n + end in names)
+    if clash:
+        raise WorkflowError(f"sample names would share output paths: {'; '.join(clash)}; "
+                            "rename one of each pair")
     tags = sheet["locus_tag"][sheet["locus_tag"] != ""]
     dupes = sorted(tags[tags.duplicated()].unique())
     if dupes:
