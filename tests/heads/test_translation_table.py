@@ -49,7 +49,9 @@ def test_translation_features_follow_biopython_table_4():
 
 def _mycoplasma_contig():
     """An 80-kb metagenomic contig that Prodigal's metagenomic mode decodes with a Mycoplasma
-    bovis model in genetic code 4 (pyrodigal's test data, installed with pyrodigal)."""
+    bovis model in genetic code 4 (pyrodigal's test data, installed with pyrodigal). It tests
+    that table 4 reads TGA through as Prodigal does, not that the contig is of a code-4
+    organism (it uses TGA for few of its tryptophans: benchmarks/translation_table_evidence.py)."""
     pyrodigal = pytest.importorskip("pyrodigal")
     path = Path(pyrodigal.__file__).parent / "tests" / "data" / "SRR492066.fna.gz"
     if not path.is_file():
