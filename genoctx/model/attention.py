@@ -22,7 +22,8 @@ The ops come from :mod:`genoctx.kernels` through a backend switch:
   functions computed with fused SDPA per block group and a loop-free chunked scan; tests hold
   them to the references at 1e-5. This is the CPU inference path.
 * ``triton`` — ``genoctx.kernels.<op>.<op>``; a clear ValueError when they are not installed.
-* ``auto`` — per op, triton when the tensors are on CUDA and the kernel imports, else ``torch``.
+* ``auto`` — per op, triton when the tensors are on CUDA, the kernel imports and it takes the
+  config's head_dim (:func:`triton_takes_head_dim`), else ``torch``.
 
 With Triton ops, the hybrid layer is the fused kernel (``genoctx.kernels.hybrid``) unless
 ``GENOCTX_HYBRID=split`` asks for the two branch kernels and a lerp
@@ -296,8 +297,23 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def attention_ops(backend: str, device: torch.device) -> AttentionOps:
-    """Resolve ``backend`` for tensors on ``device`` (see the module docstring)."""
+def triton_takes_head_dim(op: str, head_dim: int) -> bool:
+    """Whether the Triton kernel of ``op`` computes heads of ``head_dim`` (the softmax kernels
+    keep whole heads in registers: a few sizes; linear attention up to 128; block scores any)."""
+    from genoctx.kernels._triton_utils import SUPPORTED_HEAD_DIMS  # torch only: no triton
+
+    if op in ("local_attn", "hybrid_attn"):
+        return head_dim in SUPPORTED_HEAD_DIMS
+    if op == "linear_attn":
+        return head_dim <= 128
+    return True
+
+
+def attention_ops(backend: str, device: torch.device, head_dim: int | None = None
+                  ) -> AttentionOps:
+    """Resolve ``backend`` for tensors on ``device`` and heads of ``head_dim`` (see the module
+    docstring): under ``auto`` an op whose kernel does not take ``head_dim`` runs the ``torch``
+    path; under ``triton`` that is a ValueError before any work."""
     check_backend(backend)
     if backend == "reference":
         return AttentionOps(**_REFERENCE, prepare=torch.Tensor.contiguous)
@@ -309,7 +325,13 @@ def attention_ops(backend: str, device: torch.device) -> AttentionOps:
         if backend == "triton" and fn is None:
             raise ValueError(f"backend 'triton' needs genoctx.kernels.{package}.{name}, which is "
                              f"not available here; use backend 'auto' or 'torch'")
-        use = fn is not None and (backend == "triton" or torch.device(device).type == "cuda")
+        fits = head_dim is None or triton_takes_head_dim(op, head_dim)
+        if backend == "triton" and not fits:
+            raise ValueError(f"backend 'triton': the {op} kernel does not take head_dim "
+                             f"{head_dim}; use backend 'auto' (which runs such ops in PyTorch) "
+                             f"or 'torch'")
+        use = fn is not None and fits and (backend == "triton"
+                                           or torch.device(device).type == "cuda")
         ops[op] = fn if use else _TORCH[op]
     if (hybrid_impl() == "split" and ops["hybrid_attn"] is not _TORCH["hybrid_attn"]
             and ops["local_attn"] is not _TORCH["local_attn"]

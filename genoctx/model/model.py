@@ -132,7 +132,8 @@ class GenoCtxModel(nn.Module):
         return self.embed_tokens.weight.device
 
     def _ops(self):
-        return attention_ops(self.backend, self.device), moe_ops(self.backend, self.device)
+        return (attention_ops(self.backend, self.device, self.config.head_dim),
+                moe_ops(self.backend, self.device))
 
     def _check_tokens(self, tokens) -> torch.Tensor:
         tokens = torch.as_tensor(tokens, device=self.device)

@@ -121,6 +121,30 @@ def test_backends_are_validated():
     assert ops.local_attn is local_attn_blocked  # no CUDA here: the fast PyTorch path
 
 
+def test_auto_runs_an_op_in_pytorch_where_its_kernel_does_not_take_the_head_dim():
+    """A config's head_dim need only be even; the softmax kernels take 32/48/64/128 and linear
+    attention up to 128. On CUDA (only the device's type is read here) ``auto`` keeps each op
+    whose kernel takes the size; ``triton`` refuses before any work."""
+    from genoctx.kernels.hybrid import hybrid_attn
+    from genoctx.kernels.linear_attn import linear_attn
+    from genoctx.kernels.local_attn import local_attn
+
+    cuda = torch.device("cuda")
+    ops = attention_ops("auto", cuda, 64)
+    assert (ops.local_attn, ops.linear_attn, ops.hybrid_attn) == (local_attn, linear_attn,
+                                                                  hybrid_attn)
+    ops = attention_ops("auto", cuda, 96)
+    assert ops.local_attn is local_attn_blocked and ops.hybrid_attn is not hybrid_attn
+    assert ops.linear_attn is linear_attn
+    ops = attention_ops("auto", cuda, 256)
+    assert ops.linear_attn is not linear_attn and ops.local_attn is local_attn_blocked
+    with pytest.raises(ValueError, match="does not take head_dim 96"):
+        attention_ops("triton", cuda, 96)
+    cfg = small_config(head_dim=48)
+    model = GenoCtxModel(cfg, backend="auto")
+    assert model._ops()[0].local_attn is local_attn_blocked  # CPU tensors: PyTorch whatever
+
+
 # ---- dynamic top-k selection ----------------------------------------------------------------
 
 def _naive_selection(q, k, g, BS, top_k, window, causal):
