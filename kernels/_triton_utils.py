@@ -21,6 +21,28 @@ SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SUPPORTED_HEAD_DIMS = (32, 48, 64, 128)
 
 
+def first_order_only(backward):
+    """Mark an ``autograd.Function.backward`` whose kernels are not themselves differentiable.
+
+    A backward called to build a graph (``create_graph=True``: a gradient penalty, a Hessian)
+    raises at once. ``torch.autograd.function.once_differentiable`` raises only when the
+    second pass walks through its node, so ``torch.autograd.grad(..., inputs=w)`` for a ``w``
+    outside the kernel's inputs silently treated the first gradient as a constant (and it does
+    nothing when the incoming gradients need none, as those of ``y.sum()``).
+    """
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        if torch.is_grad_enabled():  # the engine enables grad mode only for create_graph
+            raise RuntimeError(f"{backward.__qualname__.split('.')[0]}: second derivatives "
+                               "(create_graph=True) are not supported by the Triton kernels; "
+                               "use the reference implementation (model backend 'torch')")
+        with torch.no_grad():
+            return backward(ctx, *grads)
+
+    return wrapper
+
+
 def interpreting() -> bool:
     """True when Triton runs kernels on the CPU interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")

@@ -178,12 +178,12 @@ def block_topk(
     if block_size < 1 or top_k < 0 or (window_blocks is not None and window_blocks < 1):
         raise InputError(f"block_size and window_blocks must be >= 1 and top_k >= 0; got "
                          f"block_size={block_size}, top_k={top_k}, window_blocks={window_blocks}")
-    if q.shape[-1] > 256:
-        raise InputError(f"block_topk supports head dims up to 256, got {q.shape[-1]}")
     if not q.is_cuda and not interpreting():
         return block_topk_reference(q, k, block_size=block_size, top_k=top_k, causal=causal,
                                     window_blocks=window_blocks, num_selected=num_selected,
                                     scale=scale)
+    if q.shape[-1] > 256:
+        raise InputError(f"block_topk's kernel takes head dims up to 256, got {q.shape[-1]}")
     B, T, H, D = q.shape
     scale = D ** -0.5 if scale is None else scale
     s, cand = _candidate_scores(q, k, block_size, causal, window_blocks, float(scale))

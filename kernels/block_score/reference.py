@@ -26,7 +26,8 @@ def pool_blocks(x: torch.Tensor, block_size: int) -> torch.Tensor:
     pad = NB * block_size - T
     xs = torch.nn.functional.pad(x.float(), (0, 0, 0, 0, 0, pad)).view(B, NB, block_size, H, D)
     counts = torch.full((NB,), float(block_size), device=x.device)
-    counts[-1] = block_size - pad
+    if NB:  # T = 0 has no block
+        counts[-1] = block_size - pad
     return (xs.sum(2) / counts[None, :, None, None]).permute(0, 2, 1, 3)
 
 

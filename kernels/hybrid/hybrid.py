@@ -36,6 +36,8 @@ from genoctx.kernels._triton_utils import (
     cuda_arch,
     dot_precision,
     env_choice,
+    first_order_only,
+    interpreting,
     new_output,
     next_pow2,
     reverse_block_index,
@@ -50,7 +52,7 @@ from genoctx.kernels.local_attn.local_attn import (
     _store_tile,
     _tile_span,
 )
-from torch.autograd.function import once_differentiable
+from genoctx.kernels.hybrid.reference import hybrid_attn_reference
 
 from genoctx.errors import InputError
 
@@ -789,7 +791,7 @@ class HybridAttnFunction(torch.autograd.Function):
         return o, s_fin, z_fin
 
     @staticmethod
-    @once_differentiable
+    @first_order_only
     def backward(ctx, do, ds_fin, dz_fin):
         q, k, v, gate, o, extra, *aux = ctx.saved_tensors
         block_size, causal, scale, has_s0, has_z0 = ctx.args
@@ -858,7 +860,13 @@ def hybrid_attn(
         >>> q = k = v = torch.randn(1, 8192, 8, 64, device="cuda", dtype=torch.bfloat16)
         >>> gate = torch.sigmoid(torch.randn(1, 8192, 8, device="cuda"))
         >>> o, (S, z) = hybrid_attn(q, k, v, gate, block_size=512, output_final_state=True)
+
+    On CPU tensors it runs the reference, unless ``TRITON_INTERPRET=1``.
     """
+    if q.device.type == "cpu" and not interpreting():
+        return hybrid_attn_reference(q, k, v, gate, block_size=block_size, causal=causal,
+                                     extra_blocks=extra_blocks, initial_state=initial_state,
+                                     output_final_state=output_final_state, scale=scale)
     check_qkv(q, k, v, block_size)
     B, T, H, D = q.shape
     s0, z0 = _check_hybrid_inputs(q, gate, initial_state)

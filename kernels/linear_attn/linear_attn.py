@@ -30,7 +30,8 @@ import triton
 import triton.language as tl
 
 from genoctx.errors import InputError
-from genoctx.kernels._triton_utils import dot_precision, interpreting, new_output, next_pow2
+from genoctx.kernels._triton_utils import (dot_precision, first_order_only, interpreting,
+                                          new_output, next_pow2)
 from genoctx.kernels.linear_attn.reference import State, linear_attn_reference
 
 
@@ -371,6 +372,7 @@ class LinearAttnFunction(torch.autograd.Function):
         return o, S_f, z_f
 
     @staticmethod
+    @first_order_only
     def backward(ctx, do, dS_f, dz_f):
         q, k, v, o, rden, S_start, z_start = ctx.saved_tensors
         B, T, H, D = q.shape

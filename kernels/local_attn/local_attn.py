@@ -27,13 +27,15 @@ from genoctx.kernels._triton_utils import (
     check_qkv,
     cuda_arch,
     dot_precision,
+    first_order_only,
+    interpreting,
     new_output,
     next_pow2,
     reverse_block_index,
     sanitize_extra_blocks,
     tile_config,
 )
-from torch.autograd.function import once_differentiable
+from genoctx.kernels.local_attn.reference import local_attn_reference
 
 from genoctx.errors import InputError
 
@@ -410,7 +412,7 @@ class LocalAttnFunction(torch.autograd.Function):
         return o
 
     @staticmethod
-    @once_differentiable
+    @first_order_only
     def backward(ctx, do):
         q, k, v, o, lse, extra = ctx.saved_tensors
         block_size, causal, scale = ctx.args
@@ -449,7 +451,12 @@ def local_attn(
     Example:
         >>> q = k = v = torch.randn(1, 4096, 8, 64, device="cuda", dtype=torch.bfloat16)
         >>> o = local_attn(q, k, v, block_size=512)  # [1, 4096, 8, 64]
+
+    On CPU tensors it runs the reference, unless ``TRITON_INTERPRET=1``.
     """
+    if q.device.type == "cpu" and not interpreting():
+        return local_attn_reference(q, k, v, block_size=block_size, causal=causal,
+                                    extra_blocks=extra_blocks, scale=scale)
     check_qkv(q, k, v, block_size)
     B, T, H, D = q.shape
     NB = (T + block_size - 1) // block_size

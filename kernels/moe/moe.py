@@ -29,7 +29,8 @@ import triton
 import triton.language as tl
 
 from genoctx.errors import InputError
-from genoctx.kernels._triton_utils import dot_precision, interpreting, new_output, next_pow2
+from genoctx.kernels._triton_utils import (dot_precision, first_order_only, interpreting,
+                                          new_output, next_pow2)
 from genoctx.kernels.moe import reference as ref
 
 
@@ -227,6 +228,7 @@ class _PermuteFunction(torch.autograd.Function):
         return x[order // K]
 
     @staticmethod
+    @first_order_only
     def backward(ctx, dx_perm):
         (order,) = ctx.saved_tensors
         dx = combine_rows(dx_perm.contiguous(), _inverse(order), None, ctx.num_tokens, ctx.dtype)
@@ -242,6 +244,7 @@ class _GroupedMMFunction(torch.autograd.Function):
         return _grouped_mm_triton(x, w, counts)
 
     @staticmethod
+    @first_order_only
     def backward(ctx, dy):
         x, w, counts = ctx.saved_tensors
         dy = dy.contiguous()
@@ -261,6 +264,7 @@ class MoEUnpermuteFunction(torch.autograd.Function):
         return combine_rows(y_perm, inv, topk_weight.reshape(-1), N, y_perm.dtype)
 
     @staticmethod
+    @first_order_only
     def backward(ctx, dy):
         y_perm, order, topk_weight = ctx.saved_tensors
         N, K = topk_weight.shape
@@ -304,6 +308,9 @@ def moe_permute(x: torch.Tensor, topk_idx: torch.Tensor, num_experts: int):
     """
     _check_routing(topk_idx, num_experts)
     N, K = topk_idx.shape
+    if x.dim() != 2 or x.shape[0] != N:
+        raise InputError(f"moe_permute wants x [N, D] with one row per row of topk_idx [N, K]; "
+                         f"got x {tuple(x.shape)} and topk_idx {tuple(topk_idx.shape)}")
     flat = topk_idx.reshape(-1)
     order = torch.argsort(flat, stable=True)
     # scatter_add rather than bincount: bincount syncs with the host to size its output
@@ -336,6 +343,14 @@ def grouped_mm(x_perm: torch.Tensor, w: torch.Tensor, counts: torch.Tensor, *,
                          f"{tuple(x_perm.shape)} and {tuple(w.shape)}")
     if counts.numel() != w.shape[0]:
         raise InputError(f"counts has {counts.numel()} experts but w has {w.shape[0]}")
+    if x_perm.dtype != w.dtype:
+        raise InputError(f"x_perm and w must share a dtype; got {x_perm.dtype} and {w.dtype}")
+    # rows past sum(counts) would be left unwritten, and counts past M read out of bounds
+    if counts.is_cuda:  # no host sync: a device-side assert
+        torch._assert_async(counts.sum() == x_perm.shape[0])
+    elif int(counts.sum()) != x_perm.shape[0] or (counts.numel() and int(counts.min()) < 0):
+        raise InputError(f"counts must be non-negative and sum to the {x_perm.shape[0]} rows of "
+                         f"x_perm; they sum to {int(counts.sum())}")
     if impl not in ("auto", "triton", "torch"):
         raise InputError(f"impl must be 'auto', 'triton' or 'torch', got {impl!r}")
     use_torch = impl == "torch" or (impl == "auto" and _torch_grouped_mm_ok(x_perm, w))
@@ -363,7 +378,10 @@ def moe_unpermute(y_perm: torch.Tensor, order: torch.Tensor,
     Example:
         >>> y = moe_unpermute(y_perm, order, topk_weight)  # [N*K, F] -> [N, F]
     """
+    if topk_weight.dim() != 2:
+        raise InputError(f"topk_weight must be [N, K]; got {tuple(topk_weight.shape)}")
     N, K = topk_weight.shape
+    order = order.contiguous()  # the backward kernel reads it with stride 1
     if y_perm.dim() != 2 or y_perm.shape[0] != N * K or order.numel() != N * K:
         raise InputError(f"moe_unpermute wants y_perm [N*K, F] and order [N*K] for topk_weight "
                          f"{tuple(topk_weight.shape)}; got {tuple(y_perm.shape)}, "

@@ -174,3 +174,11 @@ def test_rejects_wide_heads_and_mismatched_shapes():
         linear_attn_fn(x, x, x)
     with pytest.raises(InputError, match="shape|B, T, H"):
         linear_attn_fn(torch.randn(1, 8, 1, 16), torch.randn(1, 9, 1, 16), torch.randn(1, 8, 1, 16))
+
+
+def test_second_derivatives_are_refused_not_wrong():
+    """A gradient penalty through the kernel gave 0.961 against the reference's 0.682."""
+    q, k, v = (torch.randn(1, 32, 2, 16, requires_grad=True) for _ in range(3))
+    o, _ = linear_attn_fn(q, k, v, chunk_size=16)
+    with pytest.raises(RuntimeError, match="second derivatives"):
+        torch.autograd.grad(o.pow(2).sum(), q, create_graph=True)

@@ -133,3 +133,40 @@ def test_rejects_bad_inputs():
         local_attn(q, q, q, block_size=16, extra_blocks=torch.zeros(1, 2, 4, 1))
     with pytest.raises(InputError, match="block_size"):
         local_attn(q, q, q, block_size=0)
+
+
+def test_cpu_tensors_without_the_interpreter_run_the_reference(monkeypatch):
+    """As docs/kernels.md says (and the other ops do): no Triton on CPU tensors unless
+    TRITON_INTERPRET=1; any head dim the reference takes."""
+    from genoctx.kernels.hybrid import hybrid_attn
+    from genoctx.kernels.hybrid.reference import hybrid_attn_reference
+    from genoctx.kernels.local_attn.reference import local_attn_reference
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    q, k, v = (torch.randn(1, 40, 2, 24) for _ in range(3))
+    gate = torch.rand(1, 40, 2)
+    torch.testing.assert_close(local_attn(q, k, v, block_size=16, causal=False),
+                               local_attn_reference(q, k, v, block_size=16, causal=False))
+    o, state = hybrid_attn(q, k, v, gate, block_size=16, output_final_state=True)
+    o_ref, state_ref = hybrid_attn_reference(q, k, v, gate, block_size=16,
+                                             output_final_state=True)
+    torch.testing.assert_close(o, o_ref)
+    torch.testing.assert_close(state, state_ref)
+
+
+@pytest.mark.parametrize("op", ["local", "hybrid"])
+def test_a_gradient_penalty_is_refused_not_silently_wrong(op):
+    """once_differentiable let torch.autograd.grad(penalty, w), w outside the kernel's inputs,
+    treat the first gradient as a constant (1964.7 here, not the reference's value)."""
+    from genoctx.kernels.hybrid import hybrid_attn
+
+    q0, k, v = (torch.randn(1, 37, 1, 32) for _ in range(3))
+    q, w = q0.clone().requires_grad_(), torch.ones(1, requires_grad=True)
+    if op == "local":
+        o = local_attn(q * w, k, v, block_size=16)
+    else:
+        o, _ = hybrid_attn(q * w, k, v, torch.rand(1, 37, 1), block_size=16)
+    with pytest.raises(RuntimeError, match="second derivatives"):
+        torch.autograd.grad(o.pow(2).sum(), q, create_graph=True)
+    (g,) = torch.autograd.grad(o.pow(2).sum(), q)  # first order as before
+    assert torch.isfinite(g).all()

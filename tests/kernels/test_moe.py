@@ -96,3 +96,44 @@ def test_user_errors():
         grouped_mm(x, torch.randn(3, 8, 8), torch.tensor([4, 0]))
     with pytest.raises(InputError, match="impl"):
         grouped_mm(x, torch.randn(2, 8, 8), torch.tensor([4, 0]), impl="cuda")
+
+
+def test_counts_rows_and_dtypes_that_do_not_fit_are_refused():
+    """Counts that sum past M read out of bounds (a crash) and short of it leave rows
+    unwritten; an x with more rows than topk_idx gave a wrong dx. All are errors now."""
+    x = torch.randn(5, 8)
+    w = torch.randn(2, 8, 8)
+    for counts in ([4, 2], [2, 2], [6, -1]):
+        with pytest.raises(InputError, match="sum to the 5 rows"):
+            grouped_mm(x, w, torch.tensor(counts), impl="triton")
+    with pytest.raises(InputError, match="share a dtype"):
+        grouped_mm(x.half(), w, torch.tensor([3, 2]), impl="triton")
+    with pytest.raises(InputError, match="one row per row of topk_idx"):
+        moe_permute(x, torch.tensor([[0, 1]] * 4), 2)
+    with pytest.raises(InputError, match=r"topk_weight must be \[N, K\]"):
+        moe_unpermute(torch.randn(4, 8), torch.arange(4), torch.rand(4))
+
+
+def test_unpermute_gradients_with_an_order_that_is_a_strided_view():
+    N, K, F = 9, 2, 16
+    idx, tw = routing(N, K, 3, seed=3)
+    order = torch.argsort(idx.reshape(-1), stable=True)
+    strided = torch.stack([order, order], 1)[:, 0]  # same values, stride 2
+    assert not strided.is_contiguous()
+    y_perm = torch.randn(N * K, F)
+    dy = torch.randn(N, F)
+    grads = []
+    for o in (order, strided):
+        yp, w = y_perm.clone().requires_grad_(), tw.clone().requires_grad_()
+        (moe_unpermute(yp, o, w) * dy).sum().backward()
+        grads.append((yp.grad, w.grad))
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
+
+
+def test_second_derivatives_are_refused_not_wrong():
+    x = torch.randn(6, 8, requires_grad=True)
+    w = torch.randn(2, 8, 4, requires_grad=True)
+    y = grouped_mm(x, w, torch.tensor([3, 3]), impl="triton")
+    with pytest.raises(RuntimeError, match="second derivatives"):
+        torch.autograd.grad(y.pow(2).sum(), x, create_graph=True)
