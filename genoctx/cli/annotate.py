@@ -155,6 +155,10 @@ def annotate(
     prefix = output_prefix(out, "stdin" if piped else input.name)
     from genoctx.heads.annotate import output_paths
 
+    from genoctx.cli.common import refuse_overwriting_inputs
+
+    refuse_overwriting_inputs(output_paths(prefix, chosen, mode.lower()),
+                              {"input": input, "--regions": regions})
     for path in output_paths(prefix, chosen, mode.lower()):  # before the work, not after
         if path.is_dir():
             raise InputError(f"cannot write {path}: it is a folder (move it, or give another "

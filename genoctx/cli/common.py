@@ -1,4 +1,4 @@
-"""Helpers shared by CLI commands: devices, cores and region targets."""
+"""Helpers shared by CLI commands: devices, cores, region targets, outputs that are inputs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from genoctx.io.fasta import FastaFile
 from genoctx.io.regions import Region, read_bed
 from genoctx.model.device import available_cores, check_device_name, resolve_device
 
-__all__ = ["available_cores", "check_device_name", "resolve_device", "resolve_targets"]
+__all__ = ["available_cores", "check_device_name", "refuse_overwriting_inputs",
+           "resolve_device", "resolve_targets"]
 
 
 def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | None) -> list[Region]:
@@ -28,6 +29,26 @@ def resolve_targets(fa: FastaFile, region: list[str] | None, regions: Path | Non
     if region:
         return [fa.resolve(text) for text in region]
     return [Region(name, 0, size) for name, size in fa.lengths.items() if size > 0]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one existing file (through links, or the same path)."""
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def refuse_overwriting_inputs(outputs, inputs: dict[str, Path | None]) -> None:
+    """Raise :class:`InputError` before any work when an output would replace an input file
+    (``inputs``: what the user calls it, e.g. ``"--reference"``, to its path or None).
+
+    Outputs are written atomically into place, so such a run would end with the input gone
+    and its output in its place."""
+    for out in outputs:
+        for what, given in inputs.items():
+            if given is not None and _same_file(Path(out), Path(given)):
+                raise InputError(f"the output {out} is the {what} file; write to another name")
 
 
 def model_choice(value: str) -> str:

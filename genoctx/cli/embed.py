@@ -72,7 +72,9 @@ def embed(
         raise GenoctxError(f"--pool must be none or mean, got {pool!r}")
     if out.is_dir():
         raise GenoctxError(f"--out {out} is a folder; give the .npy file's name")
-    from genoctx.cli.common import resolve_device
+    from genoctx.cli.common import refuse_overwriting_inputs, resolve_device
+
+    refuse_overwriting_inputs([out], {"input": input})
 
     dev = resolve_device(device)
     from genoctx.io.spool import rereadable

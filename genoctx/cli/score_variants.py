@@ -395,6 +395,12 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
                          f"{batch_size})")
     if out is not None and Path(out).resolve() == vcf.resolve():
         raise InputError(f"--out {out} is the input VCF; write to another file")
+    if out is not None and str(out) != "-":
+        from genoctx.cli.common import refuse_overwriting_inputs
+
+        refuse_overwriting_inputs([Path(out), Path(f"{out}.tbi")],
+                                  {"input VCF": vcf, "--reference": reference,
+                                   "--annotation": annotation})
     if out is not None and Path(out).is_dir():
         raise InputError(f"--out {out} is a folder; give the output VCF's file name")
     if out is not None and Path(out).name.lower().endswith(".bcf"):
