@@ -108,7 +108,10 @@ def _fill_sequence(fa: FastaFile, targets: list[Region], kind: Kind, tok: KmerTo
 
 
 def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int,
-                 overlap: int, bar) -> _Outputs:
+                 overlap: int, bar, **filters) -> _Outputs:
+    import warnings
+
+    from genoctx.io.bam import PileupWarning
     from genoctx.tokenize.pileup import tokenize_pileup
 
     plans = [plan_windows(len(r), context, overlap) for r in targets]
@@ -116,7 +119,14 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
     out, row = None, 0
     bar.update(total=num_windows)
     for r, plan in zip(targets, plans):
-        ids, channels, names = tokenize_pileup(str(bam), str(reference), r)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", PileupWarning)
+            ids, channels, names = tokenize_pileup(str(bam), str(reference), r, **filters)
+        for w in said:  # reads whose bases the filters leave out, where the user would not know
+            if issubclass(w.category, PileupWarning):
+                typer.echo(f"note: {w.message}", err=True)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if len(ids) != len(r) or channels.shape[0] != len(r):
             raise GenoctxError(f"pileup of {r} returned {len(ids)} tokens for {len(r)} bases")
         if out is None:
@@ -186,8 +196,6 @@ def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, 
 def _check_paths(input: Path, out: Path, kind: Kind, reference: Path | None) -> None:
     if out.is_dir():
         raise InputError(f"--out {out} is a directory; give a file name such as tokens.npz")
-    if out.exists() and out.resolve() == input.resolve():
-        raise InputError("--out would overwrite the input file")
     if input.is_file():  # a pipe is read once: its format is checked where it is read
         from genoctx.io.fasta import FORMAT_NAMES, sniff_format
 
@@ -222,12 +230,29 @@ def tokenize(
     context: int = typer.Option(DEFAULT_CONTEXT, "--context", help="Tokens per window "
                                 "(sequence tokens; no BOS is added)."),
     overlap: int = typer.Option(0, "--overlap", help="Tokens shared by consecutive windows."),
+    min_baseq: int = typer.Option(None, "--min-baseq", show_default=False,
+                                  help="--kind pileup: lowest base quality counted (default 13; "
+                                  "reads without qualities count as 0)."),
+    min_mapq: int = typer.Option(None, "--min-mapq", show_default=False,
+                                 help="--kind pileup: lowest mapping quality of a counted read "
+                                 "(default 0)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Tokenize a FASTA (whole file, --region or --regions) into windows of token ids."""
+    from genoctx.cli.common import refuse_overwriting_inputs
+
+    refuse_overwriting_inputs([out], {"input": input, "--reference": reference,
+                                      "--regions": regions})
     _check_paths(input, out, kind, reference)
     if k is not None and kind is not Kind.kmer:
         raise InputError("--k is the k-mer size of --kind kmer; add --kind kmer or drop --k")
+    if kind is not Kind.pileup and (min_baseq, min_mapq) != (None, None):
+        raise InputError("--min-baseq and --min-mapq filter the reads of --kind pileup")
+    min_baseq = 13 if min_baseq is None else min_baseq
+    min_mapq = 0 if min_mapq is None else min_mapq
+    if min_baseq < 0 or min_mapq < 0:
+        raise InputError(f"--min-baseq and --min-mapq must be 0 or more (got {min_baseq}, "
+                         f"{min_mapq})")
     if context > DEFAULT_CONTEXT:
         raise InputError(f"--context is at most {DEFAULT_CONTEXT:,} tokens (got {context:,})")
     plan_windows(0, context, overlap)  # validates context/overlap before any reading
@@ -241,7 +266,8 @@ def tokenize(
         targets = resolve_targets(fa, region, regions)
         with progress_bar(f"tokenize {input.name}", total=None, quiet=quiet) as bar:
             if kind is Kind.pileup:
-                result = _fill_pileup(given, fa.path, targets, context, overlap, bar)
+                result = _fill_pileup(given, fa.path, targets, context, overlap, bar,
+                                      min_baseq=min_baseq, min_mapq=min_mapq)
             else:
                 result = _fill_sequence(fa, targets, kind, tok, context, overlap, bar)
     if result is None or len(result.tokens) == 0:

@@ -19,7 +19,8 @@ Read filters: a read counts when ``flag & exclude_flags == 0``, ``flag & include
 include_flags`` and ``mapping_quality >= min_mapq``. The default ``exclude_flags`` 0xF04 drops
 unmapped (0x4), secondary (0x100), QC-failed (0x200), duplicate (0x400) and supplementary
 (0x800) records. Reads without a stored sequence are skipped (as ``count_coverage`` does); reads
-without base qualities count as quality 0. Overlapping mates are both counted (no overlap
+without base qualities count as quality 0 (a :class:`PileupWarning` says how many when
+``min_baseq`` > 0 leaves their bases out). Overlapping mates are both counted (no overlap
 correction, again as ``count_coverage``).
 
 Speed: reads are fetched once; per read only its CIGAR is walked in Python (a few operations),
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -193,10 +195,10 @@ def bam_info(path: str | Path) -> dict:
     with af:
         has_index = fmt != "sam" and af.has_index()
         stats = {}
-        if has_index:
+        if has_index and fmt != "cram":  # a .crai carries no counts (pysam reports zeros)
             try:
                 stats = {s.contig: s for s in af.get_index_statistics()}
-            except (ValueError, AttributeError):  # CRAM indexes carry no counts
+            except (ValueError, AttributeError):
                 stats = {}
         refs = [{"name": n, "length": ln,
                  "mapped": stats[n].mapped if n in stats else None,
@@ -252,6 +254,7 @@ class _Accumulator:
 
     def __init__(self, start: int, length: int, min_baseq: int):
         self.start, self.n, self.min_baseq = start, length, min_baseq
+        self.reads_without_quality = 0
         self.out = np.zeros((length, len(PILEUP_CHANNELS)), np.float32)
         self.flat = self.out.reshape(-1)
         self.touched: list[np.ndarray] = []
@@ -334,6 +337,7 @@ class _Batch:
         self.d_ref: list[int] = []
         self.d_len: list[int] = []
         self.d_plus: list[bool] = []
+        self.without_quality = 0  # reads stored without base qualities (QUAL '*')
 
     def add(self, read: pysam.AlignedSegment, seq: str, cigar: list) -> None:
         plus = not read.is_reverse
@@ -357,6 +361,8 @@ class _Batch:
                 rpos += n
         qual = read.query_qualities
         self.seqs.append(seq)
+        if qual is None:
+            self.without_quality += 1
         self.quals.append(qual if qual is not None else bytes(len(seq)))
         self.n_bases += len(seq)
 
@@ -367,6 +373,7 @@ class _Batch:
             acc.add_matches(seq, qual, self.m_ref, self.m_q, self.m_len, self.m_plus)
         if self.d_len:
             acc.add_deletions(self.d_ref, self.d_len, self.d_plus)
+        acc.reads_without_quality += self.without_quality
         self.__init__()
 
 
@@ -397,13 +404,45 @@ def pileup_channels(path: str | Path, region: Region | str, reference: str | Pat
         acc = _Accumulator(r.start, len(r), min_baseq)
         if len(r) == 0:
             return acc.channels()
+        previous = pysam.set_verbosity(0)  # a failure is explained below, in one line
         try:
             _pile(af.fetch(r.contig, r.start, r.end), acc, min_mapq, exclude_flags,
                   include_flags)
         except OSError as exc:
-            raise InputError(f"{path}: truncated or corrupt alignment data in {r} ({exc})") \
-                from None
+            wrong = _cram_reference_mismatch(af, reference, r.contig) if af.is_cram else None
+            raise InputError(wrong or f"{path}: truncated or corrupt alignment data in {r} "
+                             f"({exc})") from None
+        finally:
+            pysam.set_verbosity(previous)
+    if acc.reads_without_quality and min_baseq > 0:
+        warnings.warn(f"{path}: {acc.reads_without_quality:,} reads in {r} have no base "
+                      f"qualities (QUAL '*'); they count as quality 0, below min_baseq "
+                      f"{min_baseq}, so only their deletions are counted (min_baseq 0, "
+                      "--min-baseq 0 on the command line, counts their bases)", PileupWarning, stacklevel=2)
     return acc.channels()
+
+
+class PileupWarning(UserWarning):
+    """Something about the reads that leaves bases uncounted (:func:`pileup_channels`)."""
+
+
+def _cram_reference_mismatch(af: pysam.AlignmentFile, reference, contig: str) -> str | None:
+    """Why a CRAM failed to decode ``contig`` when the reason is the reference: the header's
+    ``@SQ M5`` (MD5 of the upper-case sequence) against ``reference``'s; None when they agree
+    or the header has no M5 (the data itself is then the suspect)."""
+    import hashlib
+
+    sq = next((s for s in af.header.to_dict().get("SQ", []) if s.get("SN") == contig), {})
+    want = sq.get("M5", "").lower()
+    if not want or reference is None:
+        return None
+    with open_reference(reference) as fa:
+        got = hashlib.md5(fa.fetch(contig, 0, fa.lengths[contig]).upper()).hexdigest()
+    if got == want:
+        return None
+    return (f"{af.filename.decode()} was compressed against another reference: {contig} in "
+            f"{reference} has MD5 {got}, the CRAM's header says {want} (@SQ M5); give the FASTA "
+            "it was made with as --reference")
 
 
 def _pile(reads, acc: _Accumulator, min_mapq: int, exclude_flags: int,

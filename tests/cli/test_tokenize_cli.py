@@ -163,6 +163,37 @@ def test_pileup_windows(cli, data_root, ce_fa, tmp_path):
     assert np.array_equal(d["channels"], expected)
 
 
+def test_reads_without_base_qualities_are_named_and_min_baseq_0_counts_them(cli, data_root,
+                                                                             tmp_path):
+    """ex1.bam with QUAL '*' on every read: at the default --min-baseq 13 their bases are not
+    counted (as pysam's count_coverage), which a note now says; --min-baseq 0 counts them."""
+    src = data_root / "reads" / "ex1"
+    bam = tmp_path / "noqual.bam"
+    with pysam.AlignmentFile(str(src / "ex1.bam")) as inp, \
+            pysam.AlignmentFile(str(bam), "wb", template=inp) as out:
+        for read in inp:
+            read.query_qualities = None
+            out.write(read)
+    pysam.index(str(bam))
+    runs = {}
+    for q in (None, 0):
+        npz = tmp_path / f"p{q}.npz"
+        argv = ["tokenize", bam, "--kind", "pileup", "--reference", src / "ex1.fa", "-r", "chr1",
+                "--context", 2000, "-q", "--out", npz] + ([] if q is None else ["--min-baseq", q])
+        code, _, err = cli(argv)
+        assert code == 0, err
+        runs[q] = (err, _load(npz))
+    err, d = runs[None]
+    assert "have no base qualities" in err and "--min-baseq 0" in err
+    err0, d0 = runs[0]
+    assert "no base qualities" not in err0
+    covered = np.isin(d0["channels"][..., 0], 0, invert=True)  # log1p(depth) > 0
+    assert covered.sum() > 1000 and covered.sum() > np.isin(d["channels"][..., 0], 0,
+                                                            invert=True).sum()
+    code, _, err = cli(["tokenize", src / "ex1.fa", "--min-mapq", 20, "--out", tmp_path / "n.npz"])
+    assert code == 2 and "--kind pileup" in err
+
+
 # --------------------------------------------------------------------------- bad input
 
 def _bad_inputs(tmp: Path, data_root: Path, example_genbank: Path) -> dict[str, list]:

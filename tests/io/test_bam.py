@@ -138,6 +138,25 @@ def test_cram_equals_bam(ce_bam, tmp_path):
     assert (tmp_path / "ce.cram.crai").is_file()
 
 
+def test_cram_with_another_reference_says_so_and_its_index_gives_no_counts(ce_bam, tmp_path):
+    """A .crai holds no read counts (pysam reports zeros: info showed 0 reads); a CRAM decoded
+    against the wrong FASTA was reported as corrupt data, after six lines from htslib."""
+    bam, ref = ce_bam
+    cram = tmp_path / "ce.cram"
+    pysam.view("-C", "-T", str(ref), "-o", str(cram), str(bam), catch_stdout=False)
+    pysam.index(str(cram))
+    info = bam_info(cram)
+    assert info["has_index"] and info["mapped"] is None
+    assert all(r["mapped"] is None for r in info["references"])
+    wrong = tmp_path / "other.fa"
+    swap = str.maketrans("ACac", "CAca")  # same names and lengths, other bases
+    wrong.write_text("".join(line if line.startswith(">") else line.translate(swap)
+                             for line in ref.read_text().splitlines(keepends=True)))
+    with pytest.raises(InputError, match="compressed against another reference") as err:
+        pileup_channels(cram, "CHROMOSOME_I:1-20,000", wrong)
+    assert "CHROMOSOME_I" in str(err.value) and "@SQ M5" in str(err.value)
+
+
 def test_missing_index_is_built_in_writable_folder(ex1):
     bam, _ = ex1
     with open_alignment(bam) as af:
