@@ -52,7 +52,10 @@ def embed(
                              help="none: one row per base [L, 2D]; mean: the mean row [2D]."),
     segment_len: int = typer.Option(SEGMENT_LEN, "--segment-len",
                                     help="Tokens per segment (a multiple of the model's block "
-                                         "size); memory grows with it, results do not change."),
+                                         "size); memory grows with it. Results agree to rounding "
+                                         "across sizes (a near-tie in a token's experts or a "
+                                         "block's far blocks can flip); the same size gives the "
+                                         "same bytes."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
