@@ -193,6 +193,24 @@ def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, 
     return arrays
 
 
+def _contigs_of_the_reads(bam: Path, targets: list[Region], quiet: bool) -> list[Region]:
+    """The reference's records that the alignments' header also has (a reference may hold
+    more: decoys, organelles); a note names the others."""
+    from genoctx.io.bam import bam_info
+
+    named = {r["name"] for r in bam_info(bam)["references"]}
+    kept = [t for t in targets if t.contig in named]
+    if not kept:
+        raise InputError(f"no record of the reference is a contig of {bam.name}'s header; is "
+                         "--reference the FASTA the reads were aligned to?")
+    left = [t.contig for t in targets if t.contig not in named]
+    if left and not quiet:
+        typer.echo(f"note: {len(left)} reference record(s) are not in the reads' header and "
+                   f"are left out ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})",
+                   err=True)
+    return kept
+
+
 def _check_paths(input: Path, out: Path, kind: Kind, reference: Path | None) -> None:
     if out.is_dir():
         raise InputError(f"--out {out} is a directory; give a file name such as tokens.npz")
@@ -264,6 +282,8 @@ def tokenize(
             else contextlib.nullcontext(None) as ref, \
             FastaFile(ref if kind is Kind.pileup else given) as fa:
         targets = resolve_targets(fa, region, regions)
+        if kind is Kind.pileup and not (region or regions):
+            targets = _contigs_of_the_reads(given, targets, quiet)
         with progress_bar(f"tokenize {input.name}", total=None, quiet=quiet) as bar:
             if kind is Kind.pileup:
                 result = _fill_pileup(given, fa.path, targets, context, overlap, bar,

@@ -194,6 +194,24 @@ def test_reads_without_base_qualities_are_named_and_min_baseq_0_counts_them(cli,
     assert code == 2 and "--kind pileup" in err
 
 
+def test_pileup_of_a_whole_reference_takes_the_contigs_the_reads_have(cli, data_root, ce_fa,
+                                                                       tmp_path):
+    """ce.fa also holds X and MtDNA, which the reads' header lacks: without --region those are
+    left out with a note (it failed on the first of them)."""
+    bam = tmp_path / "ce.bam"
+    pysam.sort("-o", str(bam), str(data_root / "reads" / "celegans_chrI" / "ce#1000.sam"))
+    out = tmp_path / "all.npz"
+    code, _, err = cli(["tokenize", bam, "--kind", "pileup", "--reference", ce_fa,
+                        "--context", 100_000, "--out", out])
+    assert code == 0, err
+    with pysam.AlignmentFile(str(bam)) as af:
+        header = list(af.references)
+    with pysam.FastaFile(str(ce_fa)) as fa:
+        extra = [c for c in fa.references if c not in header]
+    assert extra and all(c in err for c in extra) and "left out" in err
+    assert sorted(set(_load(out)["contigs"].tolist())) == sorted(header)
+
+
 # --------------------------------------------------------------------------- bad input
 
 def _bad_inputs(tmp: Path, data_root: Path, example_genbank: Path) -> dict[str, list]:
