@@ -96,17 +96,19 @@ def _writable_folder(folder: Path) -> bool:
 def _build_index(path: Path, fmt: str) -> None:
     """Index ``path`` beside itself (written to a temporary name, then renamed)."""
     suffix = ".crai" if fmt == "cram" else ".bai"
+    previous = pysam.set_verbosity(0)  # htslib's lines about the first unsorted read
     try:
         with atomic_path(Path(f"{path}{suffix}"), suffix=suffix) as tmp:
             pysam.index("-o", str(tmp), str(path))
     except OSError as exc:
         raise InputError(f"{path} has no index and it cannot be written beside it ({exc}); "
                          "copy the file to a writable folder and index it there") from None
-    except pysam.SamtoolsError as exc:
+    except pysam.SamtoolsError:
         raise InputError(
             f"{path} could not be indexed; it is probably not sorted by coordinate. Sort it "
-            f"first: samtools sort -o sorted.bam {path.name} (pysam.sort), then index "
-            f"({str(exc).strip().splitlines()[-1] if str(exc).strip() else exc})") from None
+            f"first: samtools sort -o sorted.bam {path.name} (pysam.sort), then index") from None
+    finally:
+        pysam.set_verbosity(previous)
 
 
 def _stale_index(path: Path) -> Path | None:

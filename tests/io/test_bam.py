@@ -246,3 +246,30 @@ def test_unsorted_bam_is_refused(ce_bam, tmp_path):
                 out.write(read)
     with pytest.raises(InputError, match="sort"):
         open_alignment(unsorted)
+
+
+def test_an_unsorted_bam_without_an_index_is_one_line_that_names_the_fix(ce_bam, tmp_path,
+                                                                          capfd):
+    """Reads in reverse order and no @HD line (so the sort order is unknown until indexing
+    fails): one message with the fix, no htslib lines and no raw samtools text."""
+    bam, ref = ce_bam
+    with pysam.AlignmentFile(str(bam)) as inp:
+        header = inp.header.to_dict()
+        reads = list(inp)[::-1]
+    header.pop("HD", None)
+    unsorted = tmp_path / "unsorted.bam"
+    with pysam.AlignmentFile(str(unsorted), "wb", header=header) as out:
+        for read in reads:
+            out.write(read)
+    capfd.readouterr()
+    with pytest.raises(InputError, match="could not be indexed") as err:
+        pileup_channels(unsorted, "CHROMOSOME_I:1-1,000", ref)
+    assert "samtools sort" in str(err.value) and "stderr=" not in str(err.value)
+    assert "[E::" not in capfd.readouterr().err
+    with pytest.raises(InputError, match="sorted by queryname"):
+        header["HD"] = {"VN": "1.6", "SO": "queryname"}
+        named = tmp_path / "named.bam"
+        with pysam.AlignmentFile(str(named), "wb", header=header) as out:
+            for read in reads:
+                out.write(read)
+        open_alignment(named)
