@@ -71,9 +71,36 @@ def _alignment_format(path: Path) -> str:
     raise InputError(f"{path} is not a BAM, CRAM or SAM file (it looks like {FORMAT_NAMES[fmt]})")
 
 
+_REFERENCE_LINKS: dict[str, str] = {}  # reference -> a link to it in a private temporary folder
+
+
+def _cram_reference(reference: str | Path) -> str:
+    """The reference path to give htslib for a CRAM. htslib builds a missing ``.fai`` (and
+    ``.gzi``) beside the FASTA itself, so for a FASTA without one in a folder not to be written
+    (:func:`_writable_folder`; root could write there) it gets a link in a temporary folder of
+    its own, removed at exit, where the index is built instead."""
+    import atexit
+    import shutil
+    import tempfile
+
+    reference = Path(reference)
+    indexed = Path(f"{reference}.fai").is_file() and (
+        reference.suffix.lower() not in (".gz", ".bgz") or Path(f"{reference}.gzi").is_file())
+    if indexed or _writable_folder(reference.resolve().parent):
+        return str(reference)
+    key = str(reference.resolve())
+    if key not in _REFERENCE_LINKS:
+        folder = tempfile.mkdtemp(prefix="genoctx-ref-")
+        atexit.register(shutil.rmtree, folder, True)
+        link = Path(folder) / reference.name
+        link.symlink_to(reference.resolve())
+        _REFERENCE_LINKS[key] = str(link)
+    return _REFERENCE_LINKS[key]
+
+
 def _open(path: Path, fmt: str, reference: str | None) -> pysam.AlignmentFile:
     mode = {"bam": "rb", "cram": "rc", "sam": "r"}[fmt]
-    kwargs = {"reference_filename": str(reference)} if fmt == "cram" else {}
+    kwargs = {"reference_filename": _cram_reference(reference)} if fmt == "cram" else {}
     previous = pysam.set_verbosity(0)  # htslib's "could not retrieve index" is handled here
     try:
         return pysam.AlignmentFile(str(path), mode, **kwargs)

@@ -273,3 +273,21 @@ def test_an_unsorted_bam_without_an_index_is_one_line_that_names_the_fix(ce_bam,
             for read in reads:
                 out.write(read)
         open_alignment(named)
+
+
+def test_cram_reference_in_a_read_only_folder_gets_no_index_written_beside_it(ex1, tmp_path):
+    """htslib builds a missing REF.fa.fai beside the FASTA, even in a folder marked read-only
+    when it runs as root (a shared data folder); the index is now built in a folder of ours."""
+    bam, ref = ex1
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shutil.copy(ref, shared / "ex1.fa")
+    cram = tmp_path / "ex1.cram"
+    pysam.view("-C", "-T", str(ref), "-o", str(cram), str(bam), catch_stdout=False)
+    shared.chmod(0o555)
+    try:
+        got = pileup_channels(cram, "chr1:1-1,500", shared / "ex1.fa")
+        assert sorted(p.name for p in shared.iterdir()) == ["ex1.fa"]
+    finally:
+        shared.chmod(0o755)
+    np.testing.assert_array_equal(got, pileup_channels(bam, "chr1:1-1,500", ref))
