@@ -447,7 +447,8 @@ def pileup_channels(path: str | Path, region: Region | str, reference: str | Pat
         warnings.warn(f"{path}: {acc.reads_without_quality:,} reads in {r} have no base "
                       f"qualities (QUAL '*'); they count as quality 0, below min_baseq "
                       f"{min_baseq}, so only their deletions are counted (min_baseq 0, "
-                      "--min-baseq 0 on the command line, counts their bases)", PileupWarning, stacklevel=2)
+                      "--min-baseq 0 on the command line, counts their bases)", PileupWarning,
+                      stacklevel=2)
     return acc.channels()
 
 

@@ -299,7 +299,8 @@ def check_backend(backend: str) -> str:
 
 def triton_takes_head_dim(op: str, head_dim: int) -> bool:
     """Whether the Triton kernel of ``op`` computes heads of ``head_dim`` (the softmax kernels
-    keep whole heads in registers: a few sizes; linear attention up to 128; block scores up to 256)."""
+    keep whole heads in registers: a few sizes; linear attention up to 128; block scores up to
+    256)."""
     from genoctx.kernels._triton_utils import SUPPORTED_HEAD_DIMS  # torch only: no triton
 
     if op in ("local_attn", "hybrid_attn"):
