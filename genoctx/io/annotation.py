@@ -593,6 +593,9 @@ def _gff_rows(path: Path, gtf: bool):
     rows: list[_Row] = []
     lengths: dict[str, int] = {}
     circular: set[str] = set()
+    # GFF3 escapes a seqid's reserved characters (PanSN's '#', '=', ';', non-ASCII) as %XX,
+    # as genoctx's own writer does; GTF has no escaping
+    seqid = (lambda text: text) if gtf else urllib.parse.unquote
     with _open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             if line.startswith("##FASTA"):
@@ -600,7 +603,7 @@ def _gff_rows(path: Path, gtf: bool):
             if line.startswith("##sequence-region"):
                 bits = line.split()
                 if len(bits) == 4 and bits[3].isdigit():
-                    lengths[bits[1]] = int(bits[3])
+                    lengths[seqid(bits[1])] = int(bits[3])
                 continue
             if not line.strip() or line.startswith("#"):
                 continue
@@ -608,6 +611,7 @@ def _gff_rows(path: Path, gtf: bool):
             where = f"{path.name}:{lineno}"
             if len(cols) != 9:
                 raise InputError(f"{where}: expected 9 tab-separated columns, found {len(cols)}")
+            cols[0] = seqid(cols[0])
             s, e = _gff_interval(cols[3], cols[4], where)
             if cols[6] not in _STRANDS:
                 raise InputError(f"{where}: strand must be +, - or ., got {cols[6]!r}")

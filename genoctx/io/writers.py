@@ -723,7 +723,8 @@ def _bigwig_entries(bw, contig: str, start: int, s: np.ndarray, e: np.ndarray,
     def flush():
         if pending:
             idx = np.concatenate(pending)
-            bw.addEntries(arr(np.array([contig] * len(idx))),
+            # chroms as a list: pyBigWig refuses a numpy unicode array of a non-ASCII name
+            bw.addEntries([contig] * len(idx),
                           arr((s[idx] + start).astype(np.int64)),
                           ends=arr((e[idx] + start).astype(np.int64)),
                           values=arr(v[idx].astype(np.float64)))

@@ -162,6 +162,32 @@ def test_reference_calls_get_the_class_and_the_ref_check(cli, tmp_path, pcp1, ex
     assert recs[2][6] == "GCX_REF_MISMATCH" and recs[2][7] == f"GCX_CLASS={gm.klass(contig, q)}"
 
 
+def test_an_annotation_with_escaped_contig_names_reads_back(cli, tmp_path, example_fasta):
+    """genoctx's GFF3 writes a PanSN name S1#1#p as S1%231%23p (GFF3 escaping); read raw, the
+    annotation matched no contig and every variant there read 'noncoding', silently."""
+    seq = "".join(example_fasta.read_text().splitlines()[1:])
+    fa = tmp_path / "two.fa"
+    fa.write_text(f">S1#1#p\n{seq}\n>plain\n{seq}\n")
+    code, _, err = cli(["annotate", fa, "--model", "none", "--formats", "gff3",
+                        "--out", tmp_path / "two", "-q"])
+    assert code == 0, err
+    gff3 = tmp_path / "two.gff3"
+    assert "S1%231%23p\t" in gff3.read_text()
+    feats = read_features(gff3)
+    assert set(feats) == {"S1#1#p", "plain"}
+    assert [(f.start, f.end) for f in feats["S1#1#p"]] == [(f.start, f.end) for f in feats["plain"]]
+    cds = next(f for f in feats["plain"] if f.kind == "CDS")
+    p = cds.start + 10
+    rows = [f"{c}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t." for c in ("S1#1#p", "plain")]
+    vcf = tmp_path / "v.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   + "\n".join(rows) + "\n")
+    code, out, err = cli(["score-variants", vcf, "-R", fa, "-a", gff3, "--model", "none", "-q"])
+    assert code == 0, err
+    info = [r[7] for r in _records(out)]
+    assert info[0] == info[1] and "GCX_CLASS=CDS" in info[0]
+
+
 def test_translation_table_reaches_the_consequences(cli, tmp_path, pcp1, example_genbank,
                                                    model_dir):
     """With an annotation that names no genetic code, ``-g 4`` makes TGG → TGA synonymous."""

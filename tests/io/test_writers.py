@@ -282,6 +282,18 @@ def test_bigwig_of_noisy_and_flat_stretches_reads_back_every_base(tmp_path):
     assert kinds == {1, 100}  # the flat stretch is one interval, the noisy one per base
 
 
+def test_bigwig_of_a_contig_named_outside_ascii(tmp_path):
+    """pyBigWig refused a numpy array of a non-ASCII name ("out of order"), which lost the
+    whole annotate run's outputs."""
+    pyBigWig = pytest.importorskip("pyBigWig")
+    track = np.r_[np.full(300, 0.2), np.linspace(0, 1, 50)].astype(np.float32)  # both kinds
+    write_bigwig(tmp_path / "u.bw", [("café", 0, track)], {"café": 400})
+    bw = pyBigWig.open(str(tmp_path / "u.bw"))
+    got = np.array(bw.values("café", 0, 350))
+    bw.close()
+    assert np.allclose(got, np.round(track, 3), atol=1e-7)
+
+
 def test_gff3_loads_in_gffutils_with_the_right_hierarchy(tmp_path):
     """Both GFF3 writers' output, read by gffutils (what genome-analysis scripts use)."""
     gffutils = pytest.importorskip("gffutils")
