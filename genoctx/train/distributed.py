@@ -6,8 +6,9 @@ batch from the same sampler stream and trains on its own slice of it (``rows``);
 backward the gradients are averaged over all processes in one all-reduce (``sync_grads``), so
 every process takes the same optimiser step, and the run follows the single-process run of the
 same global batch: its loss is the same mean over the same windows (exactly so for the language
-model's and z-loss terms, which are means over tokens; the router's load-balance term is
-computed per process). The sampler's state is the same everywhere, so a run resumes as before.
+model's and z-loss terms, which are means over tokens, and for the annotation recipe's
+class-weighted loss, whose weight sum is summed over the processes (``total``); the router's
+load-balance term is computed per process). The sampler's state is the same everywhere, so a run resumes as before.
 Only the first process writes (loss log, plot, state, export, run record) and shows progress.
 
 Processes talk over ``gloo`` when they train on the CPU and over ``nccl`` on CUDA, one GPU per
@@ -72,6 +73,16 @@ class DataParallel:
                 flat[offset:offset + n].view_as(p).to(p.dtype).clone()
             offset += n
 
+    def total(self, value: torch.Tensor) -> torch.Tensor:
+        """``value`` (a detached scalar) summed over all processes: a global batch's count."""
+        if self.world == 1:
+            return value
+        import torch.distributed as dist
+
+        t = value.detach().float().reshape(()).clone()
+        dist.all_reduce(t)
+        return t
+
     def mean(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``values`` (scalars) averaged over all processes: the global batch's metrics."""
         if self.world == 1:
@@ -98,6 +109,27 @@ class DataParallel:
             import torch.distributed as dist
 
             dist.barrier()
+
+    def first_decides(self, check) -> None:
+        """Call ``check()`` on the first process only (what it alone checks: the run folder's
+        lock, a finished run), then let every process know how it went: the first raises its
+        own error, the others an :class:`InputError` with the same message, so that they stop
+        at once with it instead of failing in their next collective call."""
+        problem = None
+        try:
+            if self.main:
+                check()
+        except Exception as exc:  # noqa: BLE001 - told to the others, then raised here
+            problem = str(exc) or type(exc).__name__
+            raise
+        finally:
+            if self.world > 1:
+                import torch.distributed as dist
+
+                said = [problem]
+                dist.broadcast_object_list(said, src=0)
+                if said[0] is not None and not self.main:
+                    raise InputError(said[0])
 
 
 def from_env(device: str = "cpu") -> DataParallel:

@@ -199,10 +199,13 @@ def train_loop(model: torch.nn.Module, step_fn: Callable[[int], dict], sampler, 
     torch.set_flush_denormal(True)
     torch.manual_seed(cfg.seed)
     with contextlib.ExitStack() as held:
-        if dp.main:
+        def hold() -> None:
             run_dir.mkdir(parents=True, exist_ok=True)
             held.enter_context(_run_lock(run_dir))
-        dp.barrier()  # the run directory exists (and any state in it is whole) for every process
+
+        # every process learns whether the first holds the folder (and any state in it is
+        # whole); a refusal stops them all with its message
+        dp.first_decides(hold)
         return _train(model, step_fn, sampler, run_dir, cfg, title, quiet, dp, settings)
 
 
@@ -231,8 +234,8 @@ def _train(model, step_fn, sampler, run_dir: Path, cfg: LoopConfig, title: str, 
     state_dir, csv_path = run_dir / "state", run_dir / "loss.csv"
     settings = {**run_settings(cfg), **(settings or {})}
     meta = _load_state(state_dir, model, opt, settings)
-    if meta is None and dp.main:
-        _check_fresh(run_dir, csv_path)
+    if meta is None:
+        dp.first_decides(lambda: _check_fresh(run_dir, csv_path))
     dp.broadcast(model)  # one starting point, however each process built its model
     start, before = 0, 0.0
     if meta is not None:
@@ -264,7 +267,10 @@ def _train(model, step_fn, sampler, run_dir: Path, cfg: LoopConfig, title: str, 
                 out = dp.mean(out)  # the global batch's loss and metrics
                 last = float(out["loss"].detach())
                 if not math.isfinite(last):
-                    raise FloatingPointError(f"loss became {last} at step {step}; lower --lr")
+                    kept = f"the state saved at step {saved} is from before it" if saved \
+                        else "no state was saved"
+                    raise FloatingPointError(f"loss became {last} at step {step + 1} ({kept}); "
+                                             "start a new run (another --out) with a lower --lr")
                 done = step + 1
                 # every process stops at the same step: any one past the limit stops them all
                 out_of_time = False

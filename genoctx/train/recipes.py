@@ -206,9 +206,7 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
     def step(_: int) -> dict:
         ids, labels = sampler.sample(recipe.batch_size)
         logits, lm = model(torch.from_numpy(ids[mine]).to(dp.device))
-        ce = F.cross_entropy(logits.flatten(0, 1),
-                             torch.from_numpy(labels[mine]).flatten().to(dp.device),
-                             weight=weights, ignore_index=IGNORE_INDEX)
+        ce = weighted_ce(logits, torch.from_numpy(labels[mine]).to(dp.device), weights, dp)
         aux = backbone.aux_loss()
         return {"loss": ce + LM_WEIGHT * lm + aux, "ce": ce, "lm": lm, "aux": aux}
 
@@ -227,6 +225,28 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
         shutil.copy(run_dir / "run.json", export / "TRAINING.json")
     dp.barrier()
     return export
+
+
+def weighted_ce(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor,
+                dp) -> torch.Tensor:
+    """Class-weighted cross-entropy of this process's rows, the global batch's weighted mean
+    once the processes' gradients are averaged (``dp``): the weight sum is the global one, so
+    every process's loss is ``world · sum(w·l) / global sum(w)``. Bases without a label
+    (``IGNORE_INDEX``) weigh nothing; a global batch without any gives 0, not NaN (a window
+    wholly inside an unlabelled stretch, or every row of one process, divided 0 by 0 and
+    stopped the run at the same step on every rerun).
+
+    With one process and labelled bases this is ``F.cross_entropy(..., weight=weights,
+    ignore_index=IGNORE_INDEX)`` itself, so one-process runs are as before to the bit."""
+    flat_logits, flat_labels = logits.flatten(0, 1), labels.flatten()
+    kept = flat_labels != IGNORE_INDEX
+    den = dp.total(weights[flat_labels[kept]].sum())
+    if dp.world == 1 and float(den) > 0:
+        return F.cross_entropy(flat_logits, flat_labels, weight=weights,
+                               ignore_index=IGNORE_INDEX)
+    per_base = F.cross_entropy(flat_logits, flat_labels, weight=weights,
+                               ignore_index=IGNORE_INDEX, reduction="none")
+    return per_base.sum() * dp.world / den.clamp_min(torch.finfo(torch.float32).tiny)
 
 
 def class_weights(corpus) -> torch.Tensor:

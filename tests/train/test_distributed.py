@@ -119,6 +119,31 @@ def test_train_under_torchrun_follows_the_one_process_run(tmp_path, data_root):
     assert not (tmp_path / "bad" / "export").exists()
 
 
+def test_what_the_first_process_refuses_stops_every_process_with_its_message(tmp_path,
+                                                                              data_root):
+    """A folder with a finished run, or held by another run, is checked by the first process
+    alone; the others used to die in their next collective call with ~60 lines from gloo
+    ("Connection closed by peer") under the real message."""
+    import fcntl
+
+    args = ["-m", "genoctx", "train", "--recipe", "lm", "--steps", "2", "--batch-size", "2",
+            "--seq-len", "128", "--threads", "1", "--quiet", "--data-root", str(data_root)]
+    done = tmp_path / "done"
+    done.mkdir()
+    (done / "run.json").write_text("{}")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    with open(busy / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        for folder, message in ((done, "holds a finished run"), (busy, "another genoctx train")):
+            res = _torchrun([*args, "--out", str(folder)], tmp_path)
+            err = res.stdout + res.stderr
+            assert res.returncode != 0 and err.count(message) == 2, err[-3000:]
+            # each process stops on the message itself (torchrun then prints its own summary,
+            # which may show the second one as stopped by it if it had not exited yet)
+            assert "Connection closed" not in err and "[rank1]" not in err
+
+
 def test_one_process_without_torchrun(monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     dp = from_env()
@@ -159,3 +184,63 @@ def test_a_time_limit_stops_a_run_of_two_processes_and_exports_it(tmp_path, data
     assert record["steps_done"] == 1 and record["loop"]["time_limit"] == 1e-9
     rows = (tmp_path / "run" / "loss.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows] == ["step", "1"]
+
+
+def _ce_case(seed: int = 0):
+    """Logits [4, 64, C], labels with an all-unlabelled row, class weights."""
+    from genoctx.heads.classes import IGNORE_INDEX, NUM_CLASSES
+
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(4, 64, NUM_CLASSES, generator=g)
+    labels = torch.randint(0, NUM_CLASSES, (4, 64), generator=g)
+    labels[1] = IGNORE_INDEX  # a window wholly inside an unlabelled stretch
+    labels[3, :40] = IGNORE_INDEX
+    weights = torch.rand(NUM_CLASSES, generator=g) + 0.5
+    return logits, labels, weights
+
+
+def test_annotation_loss_is_the_global_weighted_mean_and_never_nan(tmp_path):
+    """Each process's class-weighted loss, averaged as sync_grads averages gradients, is the
+    one-process loss of the whole batch (it was a mean of per-process means, up to 31% off),
+    and a process whose rows are all unlabelled gives 0, not NaN (NaN stopped runs)."""
+    import torch.nn.functional as F
+
+    from genoctx.heads.classes import IGNORE_INDEX
+    from genoctx.train.recipes import weighted_ce
+
+    logits, labels, weights = _ce_case()
+    one = DataParallel()
+    whole = weighted_ce(logits, labels, weights, one)
+    assert torch.equal(whole, F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
+                                              weight=weights, ignore_index=IGNORE_INDEX))
+    x = logits[1:2].clone().requires_grad_()
+    alone = weighted_ce(x, labels[1:2], weights, one)
+    alone.backward()
+    assert alone.item() == 0.0 and torch.all(x.grad == 0)
+    from safetensors.torch import save_file
+
+    save_file({"logits": logits, "labels": labels, "weights": weights}, str(tmp_path / "case.st"))
+    script = tmp_path / "ce.py"
+    script.write_text(textwrap.dedent(f"""
+        from safetensors.torch import load_file, save_file
+        from genoctx.train.distributed import from_env, shutdown
+        from genoctx.train.recipes import weighted_ce
+        dp = from_env()
+        case = load_file({str(tmp_path / "case.st")!r})
+        mine = dp.rows(4)  # rank 1 holds the unlabelled row
+        x = case["logits"][mine].clone().requires_grad_()
+        loss = weighted_ce(x, case["labels"][mine], case["weights"], dp)
+        loss.backward()
+        grad = x.grad / dp.world  # as sync_grads averages the parameters' gradients
+        save_file({{"loss": loss.detach().reshape(1), "grad": grad}},
+                  {str(tmp_path)!r} + f"/ce{{dp.rank}}.safetensors")
+        shutdown()
+    """))
+    res = _torchrun([str(script)], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = [load_file(str(tmp_path / f"ce{r}.safetensors")) for r in (0, 1)]
+    x = logits.clone().requires_grad_()
+    F.cross_entropy(x.flatten(0, 1), labels.flatten(), weight=weights,
+                    ignore_index=IGNORE_INDEX).backward()
+    torch.testing.assert_close((got[0]["loss"] + got[1]["loss"]) / 2, whole.reshape(1))
+    torch.testing.assert_close(torch.cat([got[0]["grad"], got[1]["grad"]]), x.grad)
