@@ -166,8 +166,9 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
             n = len(kept[owner][1])
             start, end = start + n - left, end + n - left
             i = owner
-        elif partial:  # a partial gene that reaches a contig end is taken as cut by it there
-            extra.update(cut_ends(start == 0, end == len(kept[i][1])))
+        elif partial:  # a partial gene that reaches (nearly) a contig end is cut by it there
+            extra.update(cut_ends(start <= RRNA_EDGE_SLACK,
+                                  end >= len(kept[i][1]) - RRNA_EDGE_SLACK))
         out.append(RNACall(kept[i][0], start, end, strand, "rRNA", math.nan, extra))
     if joins:
         out = _drop_origin_pieces(out, {kept[i][0]: len(kept[i][1]) for i, _ in joins.values()})
@@ -264,6 +265,9 @@ def _drop_origin_pieces(calls: list[RNACall], lengths: dict[str, int]) -> list[R
 RRNA_EVALUE = 1e-6        # barrnap's cutoff
 RRNA_LENCUTOFF = 0.8      # barrnap: a gene aligned over less of its profile's length is partial
 RRNA_REJECT = 0.25        # barrnap: hits aligned over less than this share are dropped
+RRNA_EDGE_SLACK = 50      # bp: a partial rRNA ending this close to a sequence end is cut by it
+#                           (nhmmer's alignment stops 0-30 bp short of the end that cuts E. coli's
+#                           16S/23S/5S genes: python benchmarks/rna_edges.py)
 RRNA_MAX_THREADS = 4      # nhmmer searches side by side at most (find_rrna's default): a 23S
                           # search holds about 1 GB (E. coli: 1.3 GB peak on 1 thread, 1.9 on 2-4)
 RRNA_SEED_K = 12          # bp: exact matches to the 16S/23S consensus (either strand)

@@ -231,3 +231,18 @@ def test_finders_run_in_turn_where_processes_cannot_be_pooled(ecoli_slice, monke
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
     assert repr(call_bacterial(recs, procedure="single", workers=2)) == repr(want)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_rrna_cut_by_a_sequence_end_is_marked_cut_though_its_hit_stops_short(ecoli_slice, side):
+    """nhmmer's alignment of a cut gene stops short of the end that cuts it (6 and 30 bp for
+    these 23S pieces); it was marked partial but not cut, so GFF3 had no start_range/end_range
+    and GenBank no '<'/'>' (benchmarks/rna_edges.py measures the gaps)."""
+    _, seq, _ = ecoli_slice
+    piece = seq[226_500:230_000] if side == "left" else seq[222_000:227_500]
+    hits = [r for r in rna_genes.find_rrna([("c", piece)])
+            if r.attrs["product"].startswith("23S")]
+    (hit,) = hits
+    gap = hit.start if side == "left" else len(piece) - hit.end
+    assert 0 < gap <= rna_genes.RRNA_EDGE_SLACK and hit.attrs["partial"] == "true"
+    assert hit.attrs["cut"] == ((True, False) if side == "left" else (False, True))
