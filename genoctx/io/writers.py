@@ -437,8 +437,8 @@ def write_gene_fasta(path: str | Path, genes: list, lengths: dict[str, int], fet
         start_codon = "Edge" if p5 else (getattr(g, "start_codon", None) or nt[:3])
         fields += [("start_type", start_codon), ("score", _fmt_score(g.score))]
         lo, hi = _gff_interval(g.start, g.end)
-        lines.append(f">{gid} # {lo} # {hi} # {g.strand} # "
-                     + ";".join(f"{k}={v}" for k, v in fields))
+        lines.append(f">{gid} # {lo} # {hi} # {g.strand} # "  # values escaped as in GFF3
+                     + ";".join(f"{k}={_esc_value(v)}" for k, v in fields))
         lines += [body[i:i + 60] for i in range(0, len(body), 60)]
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("".join(line + "\n" for line in lines))

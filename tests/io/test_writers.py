@@ -378,6 +378,14 @@ def test_gene_fasta_proteins_and_coding_sequences(tmp_path):
     write_gene_fasta(tmp_path / "e.faa", edge, {"c": len(seq)}, fetch, protein=True)
     (rec,) = SeqIO.parse(tmp_path / "e.faa", "fasta")
     assert str(rec.seq) == str(Seq(body).translate())  # no M forced; the 2 edge bases dropped
+    # a contig name holding ; = % , is escaped in the ID= field, which is split on them
+    odd = [dataclasses.replace(genes[0], contig="ctg=1;a%b,c")]
+    write_gene_fasta(tmp_path / "o.faa", odd, {"ctg=1;a%b,c": len(seq)},
+                     lambda c, a, b: contigs["c"][a:b].encode(), protein=True)
+    (odd_rec,) = SeqIO.parse(tmp_path / "o.faa", "fasta")
+    fields = dict(kv.split("=") for kv in odd_rec.description.split(" # ")[4].split(";"))
+    assert fields["ID"] == "ctg%3D1%3Ba%25b%2Cc_1" and fields["partial"] == "00"
+    assert odd_rec.id == "ctg=1;a%b,c_1"
     assert "partial=10;start_type=Edge" in rec.description
 
 
