@@ -29,8 +29,11 @@ app = typer.Typer(
 )
 
 # Command modules, in the order they appear in --help. Each defines register(app).
-# the exit status after Ctrl-C (128 + SIGINT, as shells report it)
+# the exit status after Ctrl-C (128 + SIGINT, as shells report it) and after SIGTERM (128 + 15:
+# what a scheduler sends at a job's time limit, `scancel`, `kill`)
 INTERRUPTED = 130
+TERMINATED = 143
+_signalled: list[int] = []  # SIGTERM received (see main)
 
 COMMAND_MODULES = ("tokenize", "info", "model", "embed", "train", "annotate", "score_variants", "eval")
 
@@ -72,7 +75,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, standalone_mode=False, prog_name="genoctx")
         if result == INTERRUPTED:  # typer turns Ctrl-C into Exit(130), returned here
-            print("genoctx: interrupted", file=sys.stderr)
+            return _interrupted()
         return int(result) if isinstance(result, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
@@ -100,11 +103,32 @@ def run(argv: list[str] | None = None) -> int:
         print(f"genoctx: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("genoctx: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return _interrupted()
+
+
+def _interrupted() -> int:
+    if _signalled:
+        print("genoctx: stopped (SIGTERM)", file=sys.stderr)
+        return TERMINATED
+    print("genoctx: interrupted", file=sys.stderr)
+    return INTERRUPTED
+
+
+def _stop_on_sigterm() -> None:
+    """Make SIGTERM stop a command as Ctrl-C does (it raises KeyboardInterrupt), so that what
+    Ctrl-C cleans up is cleaned up then too: annotate's staged outputs, a training run's last
+    line and loss plot. Without it the process dies at once and leaves its temporary files."""
+    import signal
+
+    def stop(signum, frame):
+        _signalled.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def main() -> None:
+    _stop_on_sigterm()
     sys.exit(run())
 
 

@@ -224,3 +224,34 @@ def test_ctrl_c_leaves_the_loss_plot_and_says_where_a_rerun_resumes(tmp_path, ex
     assert (tmp_path / "loss.png").stat().st_size > 0
     assert len((tmp_path / "loss.csv").read_text().splitlines()) == 4  # header + 3 steps
     assert not (tmp_path / "run.json").exists()
+
+
+def test_sigterm_stops_a_training_run_as_ctrl_c_does(tmp_path, data_root):
+    """What a scheduler sends at a job's time limit (and `scancel`, `kill`): the run says where
+    it stopped, draws its loss plot and exits 143; before, it died at once with neither."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "genoctx", "train", "--recipe", "lm", "--steps", "100000",
+         "--batch-size", "2", "--seq-len", "128", "--threads", "1", "--quiet",
+         "--data-root", str(data_root), "--out", str(run)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (run / "loss.csv").is_file() and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        assert (run / "loss.csv").is_file(), proc.communicate(timeout=60)[1][-2000:]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    assert "training stopped at step" in err and err.rstrip().endswith("genoctx: stopped (SIGTERM)")
+    assert (run / "loss.png").stat().st_size > 0 and not (run / "run.json").exists()
