@@ -304,7 +304,6 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         # torch is imported only here: without the model, annotate starts in a fraction of a
         # second rather than three
         from genoctx.heads.annotation import load_annotation_model, predict_probs
-        from genoctx.heads.spliced_decoder import channel_probs
         from genoctx.model.device import resolve_device
 
         device = resolve_device(device)
@@ -316,6 +315,13 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                  "none) writes the same genes and RNAs in seconds")
     names = [f"{t.contig}:{t.start}-{t.end}" if (t.start, t.end) != (0, lengths[t.contig])
              else t.contig for t in targets]
+
+    if mode == "eukaryote":
+        genes, tracks = _annotate_eukaryote(
+            fa, targets, names, lengths, backbone, head, path, context=context, overlap=overlap,
+            batch_size=batch_size, need_tracks=need_tracks, workers=workers, quiet=quiet,
+            note=note)
+        return Annotation(genes, [], list(targets), lengths, tracks, sha, mode, Path(path))
 
     def circle(contig: str) -> bool:  # a whole circular replicon (its regions are lines)
         return circular is True or (not isinstance(circular, bool) and contig in circular)
@@ -363,23 +369,10 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                                   batch_size=batch_size, progress=bar.advance,
                                   circular=name in ring)
                 if keep_probs:
-                    # eukaryote mode reads only the spliced decoder's 9 channels: 36 bytes per
-                    # base held for the whole input rather than 68
-                    probs[name] = channel_probs(p) if mode == "eukaryote" else p
+                    probs[name] = p
                 if need_tracks:
                     tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
                 del p
-        if mode == "eukaryote":
-            from genoctx.heads.spliced_decoder import decode_many
-
-            with status("decoding spliced genes", quiet):
-                spliced = decode_many(records, probs, workers=workers)
-            out = []
-            by_record = _by_contig(spliced)
-            for name, t in zip(names, targets):
-                out += _shift_spliced(by_record.get(name, []), t.contig, t.start)
-            return Annotation(out, [], list(targets), lengths, tracks, sha, mode, Path(path))
-
         known = None  # the groups' record names, when auto found them
         if procedure == "auto":  # decided once here, for the bar, the note and the decoder
             procedure, groups = auto_choice(records)
@@ -424,6 +417,72 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         rings = frozenset(t.contig for name, t in zip(names, targets) if name in ring)
         return Annotation(out_genes, out_rnas, list(targets), lengths, tracks, sha,
                           source=Path(path), circular=rings)
+
+
+REGION_FLANK = 20_000  # bp of its record decoded on each side of a region (eukaryote mode)
+
+
+def _windows(targets: list[Region], lengths: dict[str, int], flank: int) -> list[tuple]:
+    """``(contig, start, end, target indices)``: the targets widened by ``flank`` within their
+    record, overlapping ones merged (each base is read and run through the model once)."""
+    spans = sorted((t.contig, max(0, t.start - flank), min(lengths[t.contig], t.end + flank), i)
+                   for i, t in enumerate(targets))
+    rank = {c: k for k, c in enumerate(lengths)}
+    spans.sort(key=lambda w: (rank[w[0]], w[1]))
+    out: list[list] = []
+    for contig, a, b, i in spans:
+        if out and out[-1][0] == contig and a <= out[-1][2]:
+            out[-1][2] = max(out[-1][2], b)
+            out[-1][3].append(i)
+        else:
+            out.append([contig, a, b, [i]])
+    return [tuple(w) for w in out]
+
+
+def _annotate_eukaryote(fa, targets, names, lengths, backbone, head, path, *, context, overlap,
+                        batch_size, need_tracks, workers, quiet, note):
+    """Spliced genes and tracks of ``targets``. The spliced decoder starts and ends outside
+    genes, so a gene cut by a region's edge would be refitted inside it (a made-up complete
+    gene): each region is decoded with up to :data:`REGION_FLANK` bases of its record on each
+    side, and a gene that crosses a region's edge is left out (with a note), not cut."""
+    from genoctx.heads.annotation import predict_probs
+    from genoctx.heads.spliced_decoder import channel_probs, decode_many
+
+    windows = _windows(targets, lengths, REGION_FLANK)
+    records, probs, tracks = [], {}, {}
+    with progress_bar("annotating", total=sum(b - a for _, a, b, _ in windows),
+                      quiet=quiet) as bar:
+        for contig, a, b, inside in windows:
+            name = f"{contig}:{a}-{b}"
+            seq = fa.fetch(contig, a, b)
+            check_nucleotide(names[inside[0]], seq, path)
+            records.append((name, seq))
+            p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
+                              batch_size=batch_size, progress=bar.advance)
+            # the decoder reads only its 9 channels: 36 bytes per base held, not 68
+            probs[name] = channel_probs(p)
+            if need_tracks:
+                for i in inside:
+                    t = targets[i]
+                    part = p[t.start - a:t.end - a]
+                    tracks[i] = {k: part[:, list(v)].sum(1)
+                                 for k, v in EUKARYOTE_TRACKS.items()}
+            del p
+    with status("decoding spliced genes", quiet):
+        spliced = _by_contig(decode_many(records, probs, workers=workers))
+    genes, crossing = [], 0
+    for (contig, a, b, inside), (name, _) in zip(windows, records):
+        for g in _shift_spliced(spliced.get(name, []), contig, a):
+            mine = [targets[i] for i in inside if g.start < targets[i].end
+                    and targets[i].start < g.end]
+            if any(t.start <= g.start and g.end <= t.end for t in mine):
+                genes.append(g)
+            elif mine:
+                crossing += 1
+    if crossing and note is not None:
+        note(f"note: {crossing} gene(s) cross the edge of a region and are left out; give "
+             "regions that hold them whole to have them")
+    return genes, tracks
 
 
 def write_annotation(prefix: str | Path, result: Annotation, formats: tuple[str, ...], *,
