@@ -628,6 +628,8 @@ def _write_sequence_files(prefix: Path, result: Annotation, formats, gff3_fasta:
             path = prefix.with_name(f"{prefix.name}.{SUFFIXES['gbk']}")
             write_genbank(path, result.genes, result.rnas,
                           [(t.contig, t.start, t.end, result.lengths[t.contig])
-                           for t in result.targets], fa.fetch, circular=result.circular)
+                           for t in result.targets], fa.fetch, circular=result.circular,
+                          # nuclear genes read the standard code (its starts: ATG alone)
+                          translation_table=1 if spliced else 11)
             written.append(path)
     return written

@@ -369,6 +369,13 @@ def test_eukaryote_mode_writes_valid_spliced_genes(worm, tmp_path, cli):
     assert sorted(got) == sorted((g[0], g[1]) for g in genes.values())
     pysam.tabix_index(str(bed), preset="bed", force=True)
     assert (tmp_path / "w.intron.bedgraph").read_text().startswith("track type=bedGraph")
+    # GenBank: nuclear genes in the standard code (it said 11, the bacterial one, on every CDS)
+    from Bio import SeqIO
+
+    assert cli(["annotate", fa, "--mode", "eukaryote", "--out", tmp_path / "g", "--quiet",
+                "--formats", "gbk"])[0] == 0
+    cds = [f for f in SeqIO.read(tmp_path / "g.gbk", "genbank").features if f.type == "CDS"]
+    assert len(cds) == len(genes) and {f.qualifiers["transl_table"][0] for f in cds} == {"1"}
 
 
 def test_eukaryote_region_gives_the_whole_sequence_genes_inside_it(worm, tmp_path, cli):
