@@ -143,6 +143,9 @@ def annotate(
     if circular and circular_declared:
         raise InputError("--circular makes every record a circle, --circular-declared only the "
                          "records that say they are: give one of them")
+    if mode.lower() == "eukaryote" and (circular or circular_declared):
+        raise InputError("--circular and --circular-declared are for bacterial and archaeal "
+                         "replicons (prokaryote mode)")
     if locus_tag is not None:
         from genoctx.io.writers import check_locus_tag
 
@@ -169,7 +172,8 @@ def annotate(
             from genoctx.io.fasta import circular_headers  # FASTA: Unicycler's or NCBI's tags
 
             rings = circular_headers(source)
-        if rings and not (circular or circular_declared or quiet):  # a hint only
+        if rings and not (circular or circular_declared or quiet
+                          or mode.lower() == "eukaryote"):  # a hint only
             typer.echo(f"note: {len(rings)} record(s) of the input are circular "
                        f"({rings[0]}" + (", ..." if len(rings) > 1 else "") + "): add "
                        "--circular-declared (those records) or --circular (all) to call genes "

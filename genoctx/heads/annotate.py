@@ -275,7 +275,13 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
     use_tools = _finders_run(rna) and mode == "prokaryote"
     if mode == "eukaryote" and circular:
-        raise InputError("--circular is for bacterial and archaeal replicons (prokaryote mode)")
+        raise InputError("--circular and --circular-declared are for bacterial and archaeal "
+                         "replicons (prokaryote mode)")
+    if mode == "eukaryote" and (closed or procedure != "auto" or rna in ("tools", "model")):
+        given = [o for o, on in (("--closed", closed), ("--procedure", procedure != "auto"),
+                                 (f"--rna {rna}", rna in ("tools", "model"))) if on]
+        raise InputError(f"{', '.join(given)}: for prokaryote mode (eukaryote mode decodes "
+                         "spliced genes only, from the model, with no RNA genes)")
     if mode == "eukaryote" and model is None:
         raise InputError("eukaryote mode decodes the annotation head's probabilities: it needs a "
                          "model (--model embedded or a checkpoint), not 'none'")

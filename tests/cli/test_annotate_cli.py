@@ -411,6 +411,9 @@ def test_eukaryote_region_gives_the_whole_sequence_genes_inside_it(worm, tmp_pat
     (["--min-score", "1"], "--min-score is a probability in [0, 1)"),
     (["--min-score=-0.1"], "--min-score is a probability in [0, 1)"),
     (["--mode", "eukaryote", "--min-score", "0.5"], "--min-score is for prokaryote mode"),
+    (["--mode", "eukaryote", "--circular-declared"], "--circular-declared are for bacterial"),
+    (["--mode", "eukaryote", "--closed", "-p", "meta"], "--closed, --procedure: for prokaryote"),
+    (["--mode", "eukaryote", "--rna", "tools"], "--rna tools: for prokaryote mode"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):
     code, _, err = cli(["annotate", example_fasta, *args, "--out", tmp_path / "x", "--quiet"])
