@@ -347,7 +347,8 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
         pred = predict_gene_model(fa, targets, backbone=backbone, head=head,
                                   batch_size=max(1, batch_size // 4), progress=bar.advance,
                                   params=params, circular=ring)
-    conseq_source = "genes predicted on the reference by the genoctx decoder"
+    conseq_source = ("genes predicted on the reference by the genoctx bacterial decoder "
+                     "(unspliced; for a eukaryote give --annotation)")
     klass_source = conseq_source + (" (RNA classes from the model's annotation head)"
                                     if head is not None else "")
     circles = sorted(ring & {t.contig for t in targets})
@@ -584,8 +585,10 @@ def score_variants_cmd(
                                 "(equal flanks; clipped at contig ends)."),
     annotation: Path | None = typer.Option(None, "--annotation", "-a", help="Gene models "
                                            "(GFF3, GTF or GenBank) for GCX_CLASS and GCX_CONSEQ; "
-                                           "default: genes predicted on the reference (and "
-                                           "the model head's RNA classes outside them)."),
+                                           "default: genes predicted on the reference by the "
+                                           "bacterial decoder (unspliced: for a eukaryote give "
+                                           "one, e.g. from genoctx annotate --mode eukaryote) "
+                                           "and the model head's RNA classes outside them."),
     model: str = typer.Option("embedded", "--model", callback=model_choice,
                               help="'embedded' (shipped), a "
                               "checkpoint directory, or 'none': no model runs, so no GCX_DLL "
