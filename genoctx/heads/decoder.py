@@ -1308,10 +1308,12 @@ def call_genes_multi(records: list[tuple[str, bytes]], probs: dict | None = None
     groups, probs, closed, where = split_at_gaps(records, probs, closed, ring)
     out = _decode_records(groups, probs, params, closed, procedure, bank, progress, workers,
                           ring)
-    if where:  # calls of a scaffold's pieces back on the scaffold
-        out = [dataclasses.replace(g, contig=where[g.contig][0], start=g.start + where[g.contig][1],
-                                   end=g.end + where[g.contig][1]) if g.contig in where else g
-               for g in out]
+    if where:  # calls of a scaffold's pieces back on the scaffold, in order
+        size = {c: len(seq) for c, seq in records}
+        out = [_on_record(g, *where[g.contig], size[where[g.contig][0]]) if g.contig in where
+               else g for g in out]
+        rank = {c: k for k, c in enumerate(names)}
+        out.sort(key=lambda g: (rank[g.contig], g.start, g.end))
     if params.translation_table != 11:
         for g in out:
             g.attrs["transl_table"] = params.translation_table
@@ -1350,35 +1352,54 @@ def split_at_gaps(records, probs, closed, circular=frozenset()):
     """Each record as the pieces between its gaps (runs of at least ``orfs.GAP_BASES`` bases that
     are not A/C/G/T, a scaffold's joins), as a draft assembler's contigs: a gene may run off a
     piece's end at a gap (a partial gene) but never across it, since the bases on the gap's two
-    sides need not be contiguous. A circular record stays whole (its genes still span no gap).
+    sides need not be contiguous. A circular record is cut at its gaps too; its own ends are no
+    ends, so the piece across its origin (when no gap lies there) is one piece.
 
     Returns ``(groups, probs, closed, where)``: per record the list of its pieces' ``(name,
     bases)`` (the record itself when it has no gap; a piece's name is the record's with
     ``\\x00k`` added), the probabilities and closed ends of every piece (the sides of a gap are
-    open), and ``{piece name: (record, offset)}`` for the pieces.
+    open), and ``{piece name: (record, offset)}`` for the pieces. A circle's piece across its
+    origin starts at its offset and runs on past the record's end into its start.
     """
     groups, where = [], {}
     new_probs = dict(probs) if probs else probs
     new_closed = {} if not isinstance(closed, Mapping) else dict(closed)
     for contig, seq in records:
         new_closed.setdefault(contig, closed_ends(closed, contig))
-        x = encode(seq) if contig not in circular else None
-        gap = gap_mask(x) if x is not None and len(x) >= GAP_BASES else None
+        x = encode(seq)
+        gap = gap_mask(x) if len(x) >= GAP_BASES else None
         if gap is None or not gap.any() or gap.all():
             groups.append([(contig, seq)])
             continue
         edges = np.flatnonzero(np.diff(np.concatenate([[1], gap.view(np.int8), [1]])))
+        pieces = list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
         first, last = closed_ends(closed, contig)
+        if contig in circular:  # a circle's own ends are no ends: only its gaps are
+            first = last = False
+            if len(pieces) > 1 and pieces[0][0] == 0 and pieces[-1][1] == len(seq):
+                pieces = pieces[1:-1] + [(pieces[-1][0], len(seq) + pieces[0][1])]
         group = []
-        for k, (lo, hi) in enumerate(zip(edges[0::2].tolist(), edges[1::2].tolist())):
+        for k, (lo, hi) in enumerate(pieces):
             name = f"{contig}\x00{k}"
-            group.append((name, seq[lo:hi]))
+            wraps = hi > len(seq)  # the piece across a circle's origin
+            group.append((name, seq[lo:] + seq[:hi - len(seq)] if wraps else seq[lo:hi]))
             where[name] = (contig, lo)
             new_closed[name] = (first and lo == 0, last and hi == len(seq))
             if probs and probs.get(contig) is not None:
-                new_probs[name] = probs[contig][lo:hi]
+                pc = probs[contig]
+                new_probs[name] = (np.concatenate([pc[lo:], pc[:hi - len(seq)]]) if wraps
+                                   else pc[lo:hi])
         groups.append(group)
     return groups, new_probs, new_closed, where
+
+
+def _on_record(g: GeneCall, contig: str, offset: int, length: int) -> GeneCall:
+    """A piece's call back on its record; a call of a circle's piece across the origin that
+    lies wholly after it starts among the record's first bases."""
+    start, end = g.start + offset, g.end + offset
+    if start >= length:
+        start, end = start - length, end - length
+    return dataclasses.replace(g, contig=contig, start=start, end=end)
 
 
 def _decode_records(groups, probs, params, closed, procedure, bank, progress,

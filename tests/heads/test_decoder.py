@@ -4,6 +4,7 @@ and the Prodigal-style parts (RBS motifs, start training, length factor, codon p
 import gzip
 import itertools
 import random
+import re
 
 import numpy as np
 import pyrodigal
@@ -657,13 +658,17 @@ def test_split_at_gaps_gives_the_pieces_between_gaps():
         [("s", rec), ("plain", b"ACGT" + b"N" * 10 + b"A"), ("ring", rec), ("gap", gap)],
         probs, {"s": (True, True)}, frozenset({"ring"}))
     assert [[n for n, _ in g] for g in groups] == [["s\x000", "s\x001", "s\x002"], ["plain"],
-                                                   ["ring"], ["gap"]]
+                                                   ["ring\x000", "ring\x001"], ["gap"]]
     assert [b for _, b in groups[0]] == [b"ACGTACGT", b"GGGNCCC", b"TT"]
     assert [where[n] for n, _ in groups[0]] == [("s", 0), ("s", 58), ("s", 165)]
     # a gap's sides are open; the record's own ends keep their flags
     assert [closed[n] for n, _ in groups[0]] == [(True, False), (False, False), (False, True)]
     assert p["s\x001"][:, 0].tolist() == list(range(58, 65))
     assert "plain" not in where and closed["plain"] == (False, False)
+    # a circle is cut at its gaps too, and its stretch across the origin is one piece
+    assert [b for _, b in groups[2]] == [b"GGGNCCC", b"TT" + b"ACGTACGT"]
+    assert [where[n] for n, _ in groups[2]] == [("ring", 58), ("ring", 165)]
+    assert all(closed[n] == (False, False) for n, _ in groups[2])
 
 
 @pytest.mark.parametrize("procedure", ["single", "meta"])
@@ -693,6 +698,26 @@ def test_a_scaffold_is_decoded_as_its_contigs(ecoli, procedure):
     unsplit = call_genes_multi([("s", (a + "N" * (orfs.GAP_BASES - 1) + b).encode())],
                                procedure=procedure)  # a shorter run is no gap
     assert not any(any(g.partial) for g in unsplit if abs(g.end - len(a)) < 3 * n)
+
+
+def test_a_circle_with_gaps_is_decoded_as_its_pieces_and_joined_at_the_origin(ecoli):
+    """A complete-genome record with N gaps given as a circle: its gaps split it as they split
+    a line (partial genes at each gap, none across one), and only the stretch across the
+    origin is joined. It was decoded unsplit: no partial gene, made-up complete genes."""
+    _, seq, _ = ecoli
+    n, step = 100, 7_000
+    parts = [seq[i:i + step - n] for i in range(0, 120_000, step)]
+    scaffold = ("N" * n).join(parts).encode()
+    line = call_genes_multi([("s", scaffold)], procedure="single")
+    ring = call_genes_multi([("s", scaffold)], procedure="single", circular=True)
+    assert sum(any(g.partial) for g in line) > 10
+    key = {(g.start, g.end, g.strand, g.partial) for g in line if g.end < len(scaffold) - 3_000
+           and g.start > 3_000}
+    assert key <= {(g.start, g.end, g.strand, g.partial) for g in ring}  # away from the origin
+    gaps = [m.start() for m in re.finditer(b"N" * n, scaffold)]
+    assert not any(g.start < a + n and g.end > a for g in ring for a in gaps)
+    assert any(g.end > len(scaffold) for g in ring)  # a gene across the origin, whole
+    assert [(g.start, g.end) for g in ring] == sorted((g.start, g.end) for g in ring)
 
 
 def test_start_adjust_moves_a_start_within_its_orf(ecoli):
