@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +78,32 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs) -> Iterator:
         yield fh
 
 
+_HOST = socket.gethostname().replace(".", "_") or "host"
+
+
+def _remove_stale_stages(folder: Path, name: str, keep: Path) -> None:
+    """Remove the staging folders of ``name`` that a killed run left (SIGKILL, the OOM killer,
+    a scheduler's hard limit): those made on this host by a process that is gone. A folder of
+    another host (a shared file system) or of a live process is left alone."""
+    start = f".{name}.{_HOST}."
+    for stale in folder.glob(f".{glob.escape(name)}.*.tmp"):
+        rest = stale.name[len(start):] if stale.name.startswith(start) else ""
+        pid = rest.split(".", 1)[0]
+        if stale == keep or not pid.isdigit() or _alive(int(pid)) or not stale.is_dir():
+            continue
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def staged_prefix(prefix: str | Path) -> Iterator[Path]:
     """Yield a prefix in a temporary folder beside ``prefix``, for a command that writes a set
@@ -85,8 +113,10 @@ def staged_prefix(prefix: str | Path) -> Iterator[Path]:
     folder in the way fails without moving one); a symbolic link or a device is treated as by
     :func:`atomic_path`. Separate processes may write into the folder (it is a plain path)."""
     prefix = Path(prefix)
+    owner = f".{prefix.name}.{_HOST}.{os.getpid()}."
     stage = Path(_in_folder_of(prefix, lambda folder: tempfile.mkdtemp(
-        prefix=f".{prefix.name}.", suffix=".tmp", dir=folder)))
+        prefix=owner, suffix=".tmp", dir=folder)))
+    _remove_stale_stages(stage.parent, prefix.name, keep=stage)
     try:
         yield stage / prefix.name
         moves = []

@@ -106,3 +106,29 @@ def test_a_set_member_that_is_a_link_or_pipe_is_kept(tmp_path):
     if hasattr(os, "mkfifo"):
         reader.join(timeout=10)
         assert got == ["new bed\n"] and not (tmp_path / "g.bed").is_file()
+
+
+def test_staging_folders_of_killed_runs_are_removed_by_the_next_run(tmp_path):
+    """A SIGKILLed annotate (the OOM killer, a scheduler's hard limit) cannot clean up: its
+    hidden folder, full-size outputs inside, was left for good. The next run into the prefix
+    removes those of dead processes on this host, and no other."""
+    import subprocess
+    import sys
+
+    from genoctx.io import atomic
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(dead.stdout)
+    host = atomic._HOST
+    stale = tmp_path / f".g.{host}.{pid}.abc.tmp"
+    live = tmp_path / f".g.{host}.{os.getpid()}.def.tmp"
+    other = tmp_path / f".g.elsewhere.{pid}.ghi.tmp"
+    for folder in (stale, live, other):
+        folder.mkdir()
+        (folder / "g.gff3").write_text("x" * 1000)
+    with atomic.staged_prefix(tmp_path / "g") as staged:
+        staged.with_name("g.bed").write_text("ok\n")
+    assert not stale.exists() and live.exists() and other.exists()
+    assert (tmp_path / "g.bed").read_text() == "ok\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, "g.bed"])
