@@ -69,7 +69,8 @@ def main() -> None:
     rows = []
     contig = Path(pyrodigal.__file__).parent / "tests" / "data" / "SRR492066.fna.gz"
     if contig.is_file():
-        lines = gzip.open(contig, "rt").read().splitlines()
+        with gzip.open(contig, "rt") as fh:
+            lines = fh.read().splitlines()
         name, seq = lines[0][1:].split()[0], "".join(lines[1:]).upper().encode()
         genes = pyrodigal.GeneFinder(meta=True, closed=False).find_genes(seq)
         table = genes[0].translation_table if genes else None

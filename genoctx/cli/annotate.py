@@ -156,9 +156,8 @@ def annotate(
     # a pipe's name (/dev/fd/63) says nothing: its outputs are named as standard input's
     piped = is_stream(input) and (str(input) == "-" or input.name.isdigit())
     prefix = output_prefix(out, "stdin" if piped else input.name)
-    from genoctx.heads.annotate import output_paths
-
     from genoctx.cli.common import refuse_overwriting_inputs
+    from genoctx.heads.annotate import output_paths
 
     refuse_overwriting_inputs(output_paths(prefix, chosen, mode.lower()),
                               {"input": input, "--regions": regions})

@@ -119,7 +119,7 @@ class DataParallel:
         try:
             if self.main:
                 check()
-        except Exception as exc:  # noqa: BLE001 - told to the others, then raised here
+        except Exception as exc:  # told to the others, then raised here
             problem = str(exc) or type(exc).__name__
             raise
         finally:

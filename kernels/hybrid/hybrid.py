@@ -44,6 +44,7 @@ from genoctx.kernels._triton_utils import (
     sanitize_extra_blocks,
     tile_config,
 )
+from genoctx.kernels.hybrid.reference import hybrid_attn_reference
 from genoctx.kernels.local_attn.local_attn import (
     LOG2E,
     _extra_span,
@@ -52,7 +53,6 @@ from genoctx.kernels.local_attn.local_attn import (
     _store_tile,
     _tile_span,
 )
-from genoctx.kernels.hybrid.reference import hybrid_attn_reference
 
 from genoctx.errors import InputError
 
