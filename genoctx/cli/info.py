@@ -100,7 +100,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 def _sequence_text(info: dict) -> list[str]:
     t = info["totals"]
     lines = [f"{info['path']}: {FORMAT_NAMES[info['format']]} ({info['compression']}), "
-             f"{t['records']:,} records, {t['length']:,} bp"]
+             f"{t['records']:,} record{'' if t['records'] == 1 else 's'}, {t['length']:,} bp"]
     # N apart from the other codes (R, Y, ..., X), which appear in a column of their own
     other = t["iupac"] > 0
     rows = [["name", "length", "N", "N%"] + ["other IUPAC"] * other + ["softmasked%", "GC%"]]

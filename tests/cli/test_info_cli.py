@@ -89,6 +89,8 @@ def test_genbank(cli, example_genbank):
     assert [(r["name"], r["length"]) for r in data["records"]] == [(r.id, len(r.seq))
                                                                    for r in records]
     assert data["records"][0]["features"] == len(records[0].features)
+    code, out, err = cli(["info", example_genbank])
+    assert code == 0 and ", 1 record, 9,609 bp" in out.splitlines()[0]
 
 
 def test_bam_goes_to_bam_info(cli, data_root):
