@@ -257,20 +257,18 @@ def _records(vcf: Path) -> Iterator:
     import pysam
 
     from genoctx.io.fasta import sniff_format
+    from genoctx.io.hts import quiet_htslib
 
     fmt, _ = sniff_format(vcf)  # missing, empty, a directory: one clear line
     if fmt not in ("vcf", "bcf"):
         raise InputError(f"{vcf} is not VCF or BCF; a VCF starts with a '##fileformat=VCF' line")
-    old = pysam.set_verbosity(0)
-    try:
+    with quiet_htslib():
         try:
             vf = pysam.VariantFile(str(vcf))
         except (ValueError, OSError) as exc:
             raise InputError(f"{vcf}: cannot read the VCF header ({exc})") from None
         with vf:
             yield vf
-    finally:
-        pysam.set_verbosity(old)
 
 
 def _survey(vcf: Path, fa, collector, declared: Collection[str] = ()) -> int:
@@ -394,8 +392,6 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     if context < 1 or batch_size < 1:
         raise InputError(f"--context and --batch-size must be at least 1 (got {context}, "
                          f"{batch_size})")
-    if out is not None and Path(out).resolve() == vcf.resolve():
-        raise InputError(f"--out {out} is the input VCF; write to another file")
     if out is not None and str(out) != "-":
         from genoctx.cli.common import refuse_overwriting_inputs
 
@@ -553,16 +549,16 @@ def _index(out: Path) -> bool:
     """Tabix-index ``out`` (a bgzipped VCF); False (and no stale index) when it is unsorted."""
     import pysam
 
+    from genoctx.io.hts import quiet_htslib
+
     tbi = Path(f"{out}.tbi")
     with contextlib.suppress(FileNotFoundError):
         tbi.unlink()
-    old = pysam.set_verbosity(0)
     try:
-        pysam.tabix_index(str(out), preset="vcf", force=True)
+        with quiet_htslib():
+            pysam.tabix_index(str(out), preset="vcf", force=True)
     except OSError:  # htslib refuses unsorted records
         return False
-    finally:
-        pysam.set_verbosity(old)
     return tbi.is_file()
 
 

@@ -442,16 +442,14 @@ EUKARYOTE_HINT_SHARE = 0.6
 def coding_share(genes: list, lengths: dict[str, int]) -> float:
     """The share of the bases of ``lengths``'s records that ``genes`` cover (overlaps once; a
     gene across a circle's origin counts its bases on both sides)."""
+    from genoctx.io.annotation import merge_intervals
+
     covered = 0
     for contig, calls in _by_contig(genes).items():
         n = lengths[contig]
-        spans = sorted((g.start, min(g.end, n)) for g in calls)
-        spans += [(0, g.end - n) for g in calls if g.end > n]
-        spans.sort()
-        reach = 0
-        for a, b in spans:
-            covered += max(0, b - max(a, reach))
-            reach = max(reach, b)
+        spans = [(g.start, min(g.end, n)) for g in calls] + [(0, g.end - n) for g in calls
+                                                              if g.end > n]
+        covered += sum(b - a for a, b in merge_intervals(spans))
     return covered / max(1, sum(lengths.values()))
 
 

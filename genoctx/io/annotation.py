@@ -288,7 +288,7 @@ def read_genes(path: str | Path, *, include_pseudo: bool = False,
 
 # ----------------------------------------------------------------------------- intervals
 
-def _merge(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_intervals(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Ascending, with overlapping or abutting intervals fused."""
     out: list[tuple[int, int]] = []
     for s, e in sorted(parts):
@@ -426,9 +426,9 @@ def _emit_transcript(t: _Transcript, *, emit_cds: bool, gtf: bool = False) -> li
     if t.ordered is not None:
         exons = t.ordered
     elif t.exons or t.utrs:
-        exons = _stranded(_merge(t.exons or (t.utrs + cds_all)), t.strand)
+        exons = _stranded(merge_intervals(t.exons or (t.utrs + cds_all)), t.strand)
     elif coding and t.has_row:
-        exons = _stranded(_merge(cds_all), t.strand)
+        exons = _stranded(merge_intervals(cds_all), t.strand)
     else:
         exons = []
     out = _cds_features(t, gtf) if emit_cds else []
@@ -437,7 +437,7 @@ def _emit_transcript(t: _Transcript, *, emit_cds: bool, gtf: bool = False) -> li
     out.append(_feature(t, kind, exons, joined=t.joined))
     out.append(_feature(t, "exon", exons, joined=t.joined))
     if not t.joined and t.strand != 0:
-        asc = _merge(exons)
+        asc = merge_intervals(exons)
         introns = [(a[1], b[0]) for a, b in pairwise(asc)]
         if introns:
             out.append(_feature(t, "intron", _stranded(introns, t.strand)))
@@ -761,7 +761,7 @@ def _finish_transcript(t: _Transcript, lengths: dict, circular: set) -> None:
     n = lengths.get(t.contig)
     if t.contig not in circular or not n:
         return
-    exons = _merge(t.exons or [(s, e) for segs in t.cds.values() for s, e, _ in segs])
+    exons = merge_intervals(t.exons or [(s, e) for segs in t.cds.values() for s, e, _ in segs])
     if len(exons) > 1 and exons[0][0] == 0 and exons[-1][1] == n:
         gaps = [b[0] - a[1] for a, b in pairwise(exons)]
         cut = gaps.index(max(gaps)) + 1  # the feature is absent across its largest gap

@@ -42,6 +42,7 @@ import pysam
 from genoctx.errors import InputError, RegionError
 from genoctx.io.atomic import atomic_path
 from genoctx.io.fasta import FORMAT_NAMES, FastaFile, sniff_format
+from genoctx.io.hts import quiet_htslib
 from genoctx.io.regions import Region, parse_region
 
 PILEUP_CHANNELS: tuple[str, ...] = ("depth", "A", "C", "G", "T", "del", "mean_baseq",
@@ -101,13 +102,11 @@ def _cram_reference(reference: str | Path) -> str:
 def _open(path: Path, fmt: str, reference: str | None) -> pysam.AlignmentFile:
     mode = {"bam": "rb", "cram": "rc", "sam": "r"}[fmt]
     kwargs = {"reference_filename": _cram_reference(reference)} if fmt == "cram" else {}
-    previous = pysam.set_verbosity(0)  # htslib's "could not retrieve index" is handled here
-    try:
-        return pysam.AlignmentFile(str(path), mode, **kwargs)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: cannot read {_ALIGNMENT_FORMATS[fmt]} ({exc})") from None
-    finally:
-        pysam.set_verbosity(previous)
+    with quiet_htslib():  # htslib's "could not retrieve index" is handled here
+        try:
+            return pysam.AlignmentFile(str(path), mode, **kwargs)
+        except (ValueError, OSError) as exc:
+            raise InputError(f"{path}: cannot read {_ALIGNMENT_FORMATS[fmt]} ({exc})") from None
 
 
 def _sort_order(af: pysam.AlignmentFile) -> str:
@@ -123,10 +122,9 @@ def _writable_folder(folder: Path) -> bool:
 def _build_index(path: Path, fmt: str) -> None:
     """Index ``path`` beside itself (written to a temporary name, then renamed)."""
     suffix = ".crai" if fmt == "cram" else ".bai"
-    previous = pysam.set_verbosity(0)  # htslib's lines about the first unsorted read
     try:
-        with atomic_path(Path(f"{path}{suffix}"), suffix=suffix) as tmp:
-            pysam.index("-o", str(tmp), str(path))
+        with quiet_htslib(), atomic_path(Path(f"{path}{suffix}"), suffix=suffix) as tmp:
+            pysam.index("-o", str(tmp), str(path))  # quiet: htslib names the first unsorted read
     except OSError as exc:
         raise InputError(f"{path} has no index and it cannot be written beside it ({exc}); "
                          "copy the file to a writable folder and index it there") from None
@@ -134,8 +132,6 @@ def _build_index(path: Path, fmt: str) -> None:
         raise InputError(
             f"{path} could not be indexed; it is probably not sorted by coordinate. Sort it "
             f"first: samtools sort -o sorted.bam {path.name} (pysam.sort), then index") from None
-    finally:
-        pysam.set_verbosity(previous)
 
 
 def _stale_index(path: Path) -> Path | None:
@@ -433,16 +429,14 @@ def pileup_channels(path: str | Path, region: Region | str, reference: str | Pat
         acc = _Accumulator(r.start, len(r), min_baseq)
         if len(r) == 0:
             return acc.channels()
-        previous = pysam.set_verbosity(0)  # a failure is explained below, in one line
         try:
-            _pile(af.fetch(r.contig, r.start, r.end), acc, min_mapq, exclude_flags,
-                  include_flags)
+            with quiet_htslib():  # a failure is explained below, in one line
+                _pile(af.fetch(r.contig, r.start, r.end), acc, min_mapq, exclude_flags,
+                      include_flags)
         except OSError as exc:
             wrong = _cram_reference_mismatch(af, reference, r.contig) if af.is_cram else None
             raise InputError(wrong or f"{path}: truncated or corrupt alignment data in {r} "
                              f"({exc})") from None
-        finally:
-            pysam.set_verbosity(previous)
     if acc.reads_without_quality and min_baseq > 0:
         warnings.warn(f"{path}: {acc.reads_without_quality:,} reads in {r} have no base "
                       f"qualities (QUAL '*'); they count as quality 0, below min_baseq "

@@ -33,6 +33,7 @@ import pysam
 from genoctx.errors import InputError
 from genoctx.io.bam import open_reference
 from genoctx.io.fasta import FORMAT_NAMES, FastaFile, sniff_format
+from genoctx.io.hts import quiet_htslib
 
 
 @dataclass(frozen=True)
@@ -125,16 +126,6 @@ def _check_ref(fa: FastaFile | None, contig: str, start: int, ref: str,
     return True
 
 
-@contextlib.contextmanager
-def _quiet_htslib():
-    """Silence htslib's stderr chatter (missing index, undeclared contigs); errors still raise."""
-    previous = pysam.set_verbosity(0)
-    try:
-        yield
-    finally:
-        pysam.set_verbosity(previous)
-
-
 def _what_is_wrong(path: Path, number: int) -> str | None:
     """What is wrong with the 0-based ``number``-th record of a text VCF (plain or gzip), in
     words, where htslib's own message ("truncated file" for a POS that is not a number) would
@@ -194,7 +185,7 @@ def iter_variants(vcf_path: str | Path, fasta: FastaFile | str | Path | None = N
     """
     stats = stats if stats is not None else VariantStats()
     path = Path(vcf_path)
-    with _quiet_htslib(), _open_variants(path) as vf, _reference(fasta) as fa:
+    with quiet_htslib(), _open_variants(path) as vf, _reference(fasta) as fa:
         for index, rec in enumerate(_records(vf, path)):
             stats.records += 1
             alts = rec.alts or ()
@@ -221,7 +212,7 @@ def iter_variants(vcf_path: str | Path, fasta: FastaFile | str | Path | None = N
 def vcf_info(path: str | Path) -> dict:
     """Header contigs (name → length or None), samples, record count, format and index."""
     path = Path(path)
-    with _quiet_htslib(), _open_variants(path) as vf:
+    with quiet_htslib(), _open_variants(path) as vf:
         contigs = {name: vf.header.contigs[name].length for name in vf.header.contigs}
         samples = list(vf.header.samples)
         fmt = "BCF" if vf.is_bcf else "VCF"

@@ -55,3 +55,11 @@ def test_annotate_refuses_an_output_named_like_its_input(cli, tmp_path, example_
     shutil.copy(example_fasta, fasta)
     _refused(cli, ["annotate", fasta, "--out", tmp_path / "pcp1", "--formats", "gff3",
                    "--model", "none"], fasta, "input")
+
+
+def test_score_variants_refuses_its_input_vcf(cli, fasta, tmp_path):
+    vcf = tmp_path / "v.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   "gi|45478711|ref|NC_005816.1|\t200\t.\tG\tC\t.\t.\t.\n")
+    _refused(cli, ["score-variants", vcf, "--reference", fasta, "--out", vcf, "--model",
+                   "none"], vcf, "input VCF")
