@@ -42,12 +42,14 @@ def test_embed_refuses_its_input(cli, fasta):
     _refused(cli, ["embed", fasta, "--out", fasta], fasta, "input")
 
 
-def test_score_variants_refuses_the_reference(cli, fasta, tmp_path):
+@pytest.mark.parametrize("victim, what", [("reference", "--reference"), ("vcf", "input VCF")])
+def test_score_variants_refuses_its_reference_or_vcf(cli, fasta, tmp_path, victim, what):
     vcf = tmp_path / "v.vcf"
     vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
                    "gi|45478711|ref|NC_005816.1|\t200\t.\tG\tC\t.\t.\t.\n")
-    _refused(cli, ["score-variants", vcf, "--reference", fasta, "--out", fasta, "--model",
-                   "none"], fasta, "--reference")
+    out = fasta if victim == "reference" else vcf
+    _refused(cli, ["score-variants", vcf, "--reference", fasta, "--out", out, "--model",
+                   "none"], out, what)
 
 
 def test_annotate_refuses_an_output_named_like_its_input(cli, tmp_path, example_fasta):
@@ -56,10 +58,3 @@ def test_annotate_refuses_an_output_named_like_its_input(cli, tmp_path, example_
     _refused(cli, ["annotate", fasta, "--out", tmp_path / "pcp1", "--formats", "gff3",
                    "--model", "none"], fasta, "input")
 
-
-def test_score_variants_refuses_its_input_vcf(cli, fasta, tmp_path):
-    vcf = tmp_path / "v.vcf"
-    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
-                   "gi|45478711|ref|NC_005816.1|\t200\t.\tG\tC\t.\t.\t.\n")
-    _refused(cli, ["score-variants", vcf, "--reference", fasta, "--out", vcf, "--model",
-                   "none"], vcf, "input VCF")
