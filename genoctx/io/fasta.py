@@ -19,9 +19,10 @@ records, so an index is only trusted after it is checked against the file. A fre
 index (faidx has just read the whole file anyway) is compared record by record (names and
 lengths) with one streaming parse, which also rejects bytes that are not sequence letters.
 An existing plain-file index is checked by one short read per record: every header must sit
-exactly where the fai says the previous record ends. A pre-existing bgzip index newer than its
-data is trusted as it is. A file that fails a check is streamed into memory instead,
-and the streaming parser raises the real error (duplicate names, say).
+exactly where the fai says the previous record ends; so is an existing bgzip index (not older
+than its data), reading the headers' uncompressed bytes through the ``.gzi``. A file that fails
+a check is indexed again (where its folder is writable) or streamed into memory instead, and
+the streaming parser raises the real error (duplicate names, say).
 """
 
 from __future__ import annotations
@@ -420,23 +421,100 @@ def _plain_index_consistent(path: Path, entries: list[_FaiEntry]) -> bool:
     One short read per record; catches stale indexes, duplicate names and empty records that
     faidx dropped, and text between records.
     """
-    size = path.stat().st_size
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        pos = 0
-        for e in sorted(entries, key=lambda e: e.offset):
-            gap = e.offset - pos
-            if not 0 < gap <= 1 << 16:
-                return False
-            head = mm[pos:e.offset].lstrip(b"\r\n")
-            if head.count(b"\n") != 1 or not head.endswith(b"\n") or not head.startswith(b">"):
-                return False
-            words = head[1:].split(None, 1)
-            if not words or words[0].decode("utf-8", "replace") != e.name:
-                return False
-            pos = e.data_end()
-            if pos - (e.linewidth - e.linebases) > size:
-                return False
-        return pos >= size or not mm[pos:pos + (1 << 12)].strip()
+        return _layout_consistent(lambda a, b: mm[a:b], len(mm), entries)
+
+
+def _bgzf_index_consistent(path: Path, entries: list[_FaiEntry]) -> bool:
+    """:func:`_plain_index_consistent` for a bgzip file, reading its uncompressed bytes through
+    its ``.gzi`` (a short read per record, one or two blocks of at most 64 kB each); False
+    when the ``.gzi`` does not lead to readable blocks either."""
+    try:
+        with _BgzfReader(path, Path(f"{path}.gzi")) as reader:
+            return _layout_consistent(reader.read, reader.size(), entries)
+    except (OSError, ValueError, EOFError, zlib.error):
+        return False
+
+
+def _layout_consistent(read: Callable[[int, int], bytes], size: int,
+                       entries: list[_FaiEntry]) -> bool:
+    pos = 0
+    for e in sorted(entries, key=lambda e: e.offset):
+        gap = e.offset - pos
+        if not 0 < gap <= 1 << 16:
+            return False
+        head = read(pos, e.offset).lstrip(b"\r\n")
+        if head.count(b"\n") != 1 or not head.endswith(b"\n") or not head.startswith(b">"):
+            return False
+        words = head[1:].split(None, 1)
+        if not words or words[0].decode("utf-8", "replace") != e.name:
+            return False
+        pos = e.data_end()
+        if pos - (e.linewidth - e.linebases) > size:
+            return False
+    return pos >= size or not read(pos, pos + (1 << 12)).strip()
+
+
+class _BgzfReader:
+    """Uncompressed bytes ``[a, b)`` of a bgzip file, found through its ``.gzi`` (htslib's
+    layout: a little-endian uint64 count, then (compressed, uncompressed) offset pairs of the
+    blocks after the first)."""
+
+    def __init__(self, path: Path, gzi: Path):
+        raw = gzi.read_bytes()
+        (n,) = np.frombuffer(raw[:8], "<u8")
+        pairs = np.frombuffer(raw[8:8 + 16 * int(n)], "<u8").reshape(-1, 2)
+        if len(pairs) != n:
+            raise ValueError("short .gzi")
+        self._compressed = [0] + pairs[:, 0].tolist()
+        self._uncompressed = [0] + pairs[:, 1].tolist()
+        self._fh = open(path, "rb")
+        self._cached: tuple[int, bytes, int] = (-1, b"", 0)  # (offset, its block, next offset)
+
+    def __enter__(self) -> _BgzfReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._fh.close()
+
+    def _block_at(self, offset: int) -> tuple[bytes, int]:
+        """The block at compressed ``offset`` and the offset of the next (records often share
+        a block: the last one is kept)."""
+        if self._cached[0] != offset:
+            self._fh.seek(offset)
+            block = self._next_block()
+            self._cached = (offset, block, self._fh.tell())
+        return self._cached[1], self._cached[2]
+
+    def _next_block(self) -> bytes:
+        head = self._fh.read(18)  # gzip header with BGZF's extra field: BSIZE at bytes 16-17
+        if not head:
+            return b""  # end of file
+        if len(head) < 18 or head[:4] != b"\x1f\x8b\x08\x04" or head[12:14] != b"BC":
+            raise ValueError("not a BGZF block")
+        rest = self._fh.read(int.from_bytes(head[16:18], "little") + 1 - 18)
+        return zlib.decompress(head + rest, 31)
+
+    def read(self, a: int, b: int) -> bytes:
+        import bisect
+
+        k = max(0, bisect.bisect_right(self._uncompressed, a) - 1)
+        offset, at, out = self._compressed[k], self._uncompressed[k], []
+        while at < b:
+            block, after = self._block_at(offset)
+            if not block:
+                break  # the end of the data (the empty end-of-file block, or none)
+            out.append(block[max(0, a - at):b - at])
+            at, offset = at + len(block), after
+        return b"".join(out)
+
+    def size(self) -> int:
+        """The uncompressed size: the last indexed block's start plus what follows it."""
+        self._fh.seek(self._compressed[-1])
+        size = self._uncompressed[-1]
+        while block := self._next_block():
+            size += len(block)
+        return size
 
 
 def _stream_layout(path: Path) -> list[tuple[str, int, bool]]:
@@ -551,7 +629,8 @@ class FastaFile:
     def _existing_index_ok(self, entries: list[_FaiEntry], fai: Path) -> bool:
         if self.compression == "none":
             return _plain_index_consistent(self.path, entries)
-        return _index_fresh(self.path, fai, Path(f"{self.path}.gzi"))  # made elsewhere: trusted
+        return (_index_fresh(self.path, fai, Path(f"{self.path}.gzi"))
+                and _bgzf_index_consistent(self.path, entries))
 
     def _open_indexed(self, entries: list[_FaiEntry]) -> bool:
         """Open for random access; False when htslib refuses the index (read into memory)."""
@@ -626,7 +705,7 @@ class FastaFile:
         if self.mode == "indexed":
             return self._read_lines(self._entries[contig], start, end, table)
         if self.mode == "bgzf":
-            data = bytearray(self._pysam.fetch(contig, start, end), "ascii", errors="replace")
+            data = bytearray(self._bgzf_fetch(contig, start, end), "ascii", errors="replace")
         else:
             data = bytearray(self._seqs[contig][start:end])
         return np.frombuffer(data if table is None else data.translate(table), np.uint8)
@@ -641,8 +720,16 @@ class FastaFile:
         if self.mode == "memory":
             return self._seqs[contig][start:end]
         if self.mode == "bgzf":
-            return self._pysam.fetch(contig, start, end).encode("ascii", errors="replace")
+            return self._bgzf_fetch(contig, start, end).encode("ascii", errors="replace")
         return self.fetch_array(contig, start, end).tobytes()
+
+    def _bgzf_fetch(self, contig: str, start: int, end: int) -> str:
+        try:
+            return self._pysam.fetch(contig, start, end)
+        except ValueError as e:  # htslib could not read the blocks: a damaged file
+            raise InputError(f"{self.path}: cannot read {contig}:{start + 1:,}-{end:,} ({e}); "
+                             "the file is damaged, or its .fai/.gzi are not its own: remove "
+                             "them and read it again") from None
 
     def resolve(self, region: Region | str) -> Region:
         """A region string (1-based, ``chr1:1,000-2,000``) or Region, checked against lengths."""

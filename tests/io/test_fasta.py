@@ -391,6 +391,73 @@ def test_duplicate_names_in_bgzip(tmp_path):
         FastaFile(tmp_path / "dup.fa.gz")
 
 
+def test_bgzip_index_made_elsewhere_is_checked_against_the_file(ce_fa, tmp_path):
+    """An existing .fai/.gzi of a bgzip file was trusted whenever it was not older than the
+    data: samtools' index of a file with two records named alike (it keeps the first) gave half
+    the file with no error, and a file replaced by another keeping an older mtime (cp -p,
+    rsync -a, wget -N) was read through the old layout (bases of the next record)."""
+    dup = _write_fasta(tmp_path / "dup.fa", [("a", b"ACGT" * 40), ("a", b"TT" * 50)])
+    pysam.tabix_compress(str(dup), str(tmp_path / "dup.fa.gz"))
+    pysam.faidx(str(tmp_path / "dup.fa.gz"))  # samtools faidx: warns, indexes the first 'a'
+    with pytest.raises(InputError, match="duplicate record name 'a'"):
+        FastaFile(tmp_path / "dup.fa.gz")
+
+    records = [(f"r{i}", (b"ACGGT" * (37 + i))[:150 + 7 * i]) for i in range(4)]
+    old = _write_fasta(tmp_path / "v1.fa", records)
+    new = _write_fasta(tmp_path / "v2.fa", records[1:])  # the first record removed
+    path = tmp_path / "g.fa.gz"
+    pysam.tabix_compress(str(old), str(path))
+    FastaFile(path).close()  # indexes v1's layout
+    pysam.tabix_compress(str(new), str(path), force=True)
+    os.utime(path, (0, 0))  # older than its index
+    with FastaFile(path) as fa:
+        assert fa.lengths == {name: len(seq) for name, seq in records[1:]}
+        assert fa.fetch("r2") == records[2][1]
+
+    # a good index of a file of many blocks (1 Mb) is kept as it is
+    big = tmp_path / "ce.fa.gz"
+    pysam.tabix_compress(str(ce_fa), str(big))
+    pysam.faidx(str(big))
+    before = {p: p.stat().st_mtime_ns for p in (Path(f"{big}.fai"), Path(f"{big}.gzi"))}
+    with FastaFile(big) as fa, pysam.FastaFile(str(ce_fa)) as want:
+        assert fa.mode == "bgzf"
+        for name, start, end in _random_intervals(fa.lengths, 50):
+            assert fa.fetch(name, start, end) == want.fetch(name, start, end).encode()
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def test_damaged_bgzip_block_is_one_clear_error(ce_fa, tmp_path):
+    big = tmp_path / "ce.fa.gz"
+    pysam.tabix_compress(str(ce_fa), str(big))
+    pysam.faidx(str(big))
+    raw = bytearray(big.read_bytes())
+    raw[200_000:200_040] = bytes(40)  # inside a block of CHROMOSOME_I's middle
+    big.write_bytes(bytes(raw))
+    os.utime(big, (0, 0))  # as old as its index, or it is indexed again (and refused then)
+    with FastaFile(big) as fa:
+        assert fa.mode == "bgzf"  # the headers' blocks are whole: the index is kept
+        with pytest.raises(InputError, match="cannot read CHROMOSOME_I:.*damaged"):
+            fa.fetch("CHROMOSOME_I")
+        with pytest.raises(InputError, match="damaged"):
+            fa.fetch_array("CHROMOSOME_I", 0, 1_000_000)
+
+
+def test_bgzip_bytes_through_the_gzi(ce_fa, tmp_path):
+    from genoctx.io.fasta import _BgzfReader
+
+    big = tmp_path / "ce.fa.gz"
+    pysam.tabix_compress(str(ce_fa), str(big))
+    pysam.faidx(str(big))
+    data = ce_fa.read_bytes()
+    rng = random.Random(3)
+    with _BgzfReader(big, Path(f"{big}.gzi")) as reader:
+        assert reader.size() == len(data)
+        for _ in range(200):
+            a = rng.randrange(len(data) + 10)
+            b = a + rng.choice([0, 1, 70, 65_280, 65_281, 200_000])
+            assert reader.read(a, b) == data[a:b]
+
+
 def test_not_sequence_bytes(tmp_path):
     (tmp_path / "digits.fa").write_bytes(b">a\nACGT\n1 ACGT\n")
     with pytest.raises(InputError, match="not a sequence letter"):
