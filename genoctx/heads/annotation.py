@@ -316,3 +316,43 @@ def predict_probs(backbone, head: AnnotationHead, ids: np.ndarray, *, context: i
                 progress(reach - done)
                 done = reach
     return np.ascontiguousarray(stitcher.result(), dtype=np.float32)
+
+
+def predict_probs_many(backbone, head: AnnotationHead, items, *, context: int = 8192,
+                       overlap: int = 256, batch_size: int | None = None, progress=None,
+                       workers: int | None = None):
+    """``(key, probs)`` for each ``(key, ids, circular)`` of ``items``, in order:
+    :func:`predict_probs` of many records (the contigs of an assembly or a metagenome).
+
+    A record that fits one window is a single model call, which :func:`predict_probs` can only
+    run on one worker thread; so on CPU, runs of such records go side by side, one record per
+    worker thread (:func:`genoctx.model.workers.in_order`), and longer records (and circles,
+    whose windows wrap) one at a time with their windows side by side. The probabilities are
+    the same bytes either way. ``items`` is read lazily, at most ``workers`` records ahead of
+    what has been yielded; ``progress`` adds up to the records' total length.
+    """
+    from itertools import groupby
+
+    from genoctx.model.workers import cpu_workers, in_order
+
+    workers = cpu_workers(backbone.device, workers)
+    window = context - 1
+
+    def alone(item) -> bool:  # one window, no wrap: a single call
+        return workers > 1 and not item[2] and len(item[1]) <= window
+
+    def one(item):
+        return item[0], predict_probs(backbone, head, item[1], context=context, overlap=overlap,
+                                      batch_size=batch_size, workers=1)
+
+    for side_by_side, run in groupby(items, key=alone):
+        if side_by_side:
+            for key, probs in in_order(one, run, workers):
+                if progress:
+                    progress(len(probs))
+                yield key, probs
+        else:
+            for key, ids, circular in run:
+                yield key, predict_probs(backbone, head, ids, context=context, overlap=overlap,
+                                         batch_size=batch_size, progress=progress,
+                                         workers=workers, circular=circular)

@@ -7,7 +7,8 @@ import torch
 from genoctx.errors import InputError
 from genoctx.heads import classes
 from genoctx.heads.annotation import (AnnotationHead, AnnotationHeadConfig, labels_from_tracks,
-                                      load_annotation_model, predict_probs, save_annotation_model)
+                                      load_annotation_model, predict_probs, predict_probs_many,
+                                      save_annotation_model)
 from genoctx.io.annotation import label_tracks, read_features, read_sequences_genbank
 from genoctx.model.config import get_config
 from genoctx.model.model import GenoCtxModel
@@ -134,6 +135,52 @@ def test_cpu_calls_are_capped_in_bases(small_model, example_fasta, monkeypatch):
     # the same setting gives the same bytes on every run
     again = predict_probs(backbone, head, ids, context=1024, overlap=256, batch_size=8, workers=2)
     assert np.array_equal(got, again)
+
+
+def test_many_records_go_side_by_side_with_each_records_probabilities(small_model, example_fasta,
+                                                                       monkeypatch):
+    """predict_probs_many gives each record what predict_probs gives it alone, in order, and
+    runs records of one window (a metagenome's contigs) on the worker threads side by side,
+    instead of one single-call record at a time on one thread."""
+    import threading
+
+    backbone, head = small_model
+    seq = nt.encode(b"".join(example_fasta.read_bytes().split(b"\n")[1:]))
+    cuts = [(0, 300), (300, 800), (800, 3800), (3800, 4200), (4200, 4400), (4400, 4900),
+            (5000, 5600)]
+    ring = {3}  # a short circle: its windows wrap, so it runs alone
+    items = [(k, seq[a:b], k in ring) for k, (a, b) in enumerate(cuts)]
+    want = [predict_probs(backbone, head, ids, context=1024, overlap=256, workers=1,
+                          circular=c) for _, ids, c in items]
+    threads, real = [], backbone.embed
+    monkeypatch.setattr(backbone, "embed", lambda t, *a, **k: threads.append(
+        (t.shape[1], threading.get_ident())) or real(t, *a, **k))
+    read, steps = [], []
+
+    def lazily():
+        for item in items:
+            read.append(item[0])
+            yield item
+
+    got = []
+    for key, probs in predict_probs_many(backbone, head, lazily(), context=1024, overlap=256,
+                                         progress=steps.append, workers=2):
+        assert len(read) <= key + 3  # at most `workers` records read ahead of the one yielded
+        got.append((key, probs))
+    assert [k for k, _ in got] == list(range(len(items)))
+    for (_, probs), w in zip(got, want, strict=True):
+        np.testing.assert_allclose(probs, w, atol=1e-5)
+    assert sum(steps) == sum(b - a for a, b in cuts)
+    # the single-window records (2 before the long one, 3 after the circle) ran on two threads
+    # (the model adds BOS itself: embed sees the bases)
+    # each run of them on a pool of its own
+    sizes = [n for n, _ in threads]
+    first, later = threads[:2], threads[sizes.index(200):]
+    assert [n for n, _ in first] == [300, 500] and [n for n, _ in later] == [200, 500, 600]
+    assert len({i for _, i in first}) == 2 and len({i for _, i in later}) == 2
+    again = [p for _, p in predict_probs_many(backbone, head, iter(items), context=1024,
+                                              overlap=256, workers=2)]
+    assert all(np.array_equal(a, p) for a, (_, p) in zip(again, got))
 
 
 def test_default_batch_fills_a_gpu_and_keeps_four_on_the_cpu():
