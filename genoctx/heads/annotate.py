@@ -309,7 +309,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if model is not None and (need_tracks or keep_probs):
         # torch is imported only here: without the model, annotate starts in a fraction of a
         # second rather than three
-        from genoctx.heads.annotation import load_annotation_model, predict_probs
+        from genoctx.heads.annotation import load_annotation_model, predict_probs_many
         from genoctx.model.device import resolve_device
 
         device = resolve_device(device)
@@ -359,7 +359,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 stack, records, params=params, rna=rna if use_tools else "none",
                 procedure=procedure, workers=max(1, workers - 1), closed=closed, circular=ring)
         prefetched = bool(records)
-        with progress_bar("annotating", total=total, quiet=quiet) as bar:
+
+        def read():  # (index, name, ids, circular) of each target, its sequence kept
             for i, (t, name) in enumerate(zip(targets, names)):
                 if prefetched:
                     seq = records[i][1]
@@ -367,18 +368,22 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                     seq = fa.fetch(t.contig, t.start, t.end)
                     check_nucleotide(name, seq, path)
                     records.append((name, seq))
-                if backbone is None:
-                    bar.advance(len(t))
-                    continue
                 # a whole circle's windows wrap across its origin
-                p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
-                                  batch_size=batch_size, progress=bar.advance,
-                                  circular=name in ring)
-                if keep_probs:
-                    probs[name] = p
-                if need_tracks:
-                    tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
-                del p
+                yield (i, name), nt.encode(seq), name in ring
+
+        with progress_bar("annotating", total=total, quiet=quiet) as bar:
+            if backbone is None:
+                for _, ids, _ in read():
+                    bar.advance(len(ids))
+            else:
+                for (i, name), p in predict_probs_many(backbone, head, read(), context=context,
+                                                       overlap=overlap, batch_size=batch_size,
+                                                       progress=bar.advance):
+                    if keep_probs:
+                        probs[name] = p
+                    if need_tracks:
+                        tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
+                    del p
         known = None  # the groups' record names, when auto found them
         if procedure == "auto":  # decided once here, for the bar, the note and the decoder
             procedure, groups = auto_choice(records)
@@ -437,6 +442,11 @@ REGION_FLANK = 20_000  # bp of its record decoded on each side of a region (euka
 # and A. thaliana chunks decoded as bacteria: 0.46-0.55)
 EUKARYOTE_HINT_BP = 100_000
 EUKARYOTE_HINT_SHARE = 0.6
+# and eukaryote mode's note that the input may be a prokaryote, from EUKARYOTE_HINT_BP bases on:
+# the spliced genes' CDS cover at least this share (the annotated train chunks: 0.13-0.35, and
+# A. thaliana's Chr1 chunk decoded 0.38; 300 kb of E. coli decoded in eukaryote mode: 0.81;
+# a compact eukaryote such as yeast, ~0.7 coding, may get it: the note says "if")
+PROKARYOTE_HINT_SHARE = 0.7
 
 
 def coding_share(genes: list, lengths: dict[str, int]) -> float:
@@ -476,20 +486,25 @@ def _annotate_eukaryote(fa, targets, names, lengths, backbone, head, path, *, co
     genes, so a gene cut by a region's edge would be refitted inside it (a made-up complete
     gene): each region is decoded with up to :data:`REGION_FLANK` bases of its record on each
     side, and a gene that crosses a region's edge is left out (with a note), not cut."""
-    from genoctx.heads.annotation import predict_probs
+    from genoctx.heads.annotation import predict_probs_many
     from genoctx.heads.spliced_decoder import channel_probs, decode_many
 
     windows = _windows(targets, lengths, REGION_FLANK)
     records, probs, tracks = [], {}, {}
-    with progress_bar("annotating", total=sum(b - a for _, a, b, _ in windows),
-                      quiet=quiet) as bar:
+
+    def read():  # ((name, a, inside), ids, circular) of each window, its sequence kept
         for contig, a, b, inside in windows:
             name = f"{contig}:{a}-{b}"
             seq = fa.fetch(contig, a, b)
             check_nucleotide(names[inside[0]], seq, path)
             records.append((name, seq))
-            p = predict_probs(backbone, head, nt.encode(seq), context=context, overlap=overlap,
-                              batch_size=batch_size, progress=bar.advance)
+            yield (name, a, inside), nt.encode(seq), False
+
+    with progress_bar("annotating", total=sum(b - a for _, a, b, _ in windows),
+                      quiet=quiet) as bar:
+        for (name, a, inside), p in predict_probs_many(
+                backbone, head, read(), context=context, overlap=overlap,
+                batch_size=batch_size, progress=bar.advance):
             # the decoder reads only its 9 channels: 36 bytes per base held, not 68
             probs[name] = channel_probs(p)
             if need_tracks:
@@ -513,6 +528,17 @@ def _annotate_eukaryote(fa, targets, names, lengths, backbone, head, path, *, co
     if crossing and note is not None:
         note(f"note: {crossing} gene(s) cross the edge of a region and are left out; give "
              "regions that hold them whole to have them")
+    bases = sum(len(t) for t in targets)
+    if note is not None and bases >= EUKARYOTE_HINT_BP:
+        from genoctx.io.annotation import merge_intervals
+
+        coding = sum(sum(b - a for a, b in merge_intervals([x for g in calls for x in g.cds]))
+                     for calls in _by_contig(genes).values())
+        if coding / bases >= PROKARYOTE_HINT_SHARE:
+            note(f"note: the genes' coding sequence covers {coding / bases:.0%} of the bases, "
+                 "as in bacterial and archaeal genomes (eukaryotes: mostly under half); if "
+                 "this is a bacterium or archaeon, leave out --mode eukaryote: prokaryote mode "
+                 "decodes unspliced genes from their start codons, with RNA genes")
     return genes, tracks
 
 
