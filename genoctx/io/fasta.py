@@ -327,14 +327,14 @@ def iter_records(path: str | Path, *, unique: bool = True) -> Iterator[tuple[str
 def sequence_stats(seq: bytes) -> dict:
     """Composition of one sequence: length, non-ACGT count, soft-masked count, GC fraction.
 
-    ``n_count`` counts every byte that is not A/C/G/T in either case (N and IUPAC codes);
-    ``iupac`` those of them that are not N either (R, Y, ... and other letters such as X);
-    ``softmasked`` counts lowercase letters; ``gc`` is (G+C)/(A+C+G+T), ignoring N, or None
-    when there are no A/C/G/T bases.
+    ``n_count`` counts every byte that is not A/C/G/T (or U, RNA's T) in either case (N and
+    IUPAC codes); ``iupac`` those of them that are not N either (R, Y, ... and other letters
+    such as X); ``softmasked`` counts lowercase letters; ``gc`` is (G+C)/(A+C+G+T+U), ignoring
+    N, or None when there are no A/C/G/T/U bases.
     """
     x = np.frombuffer(seq, np.uint8)
     upper = x & 0xDF
-    at = np.count_nonzero(upper == 0x41) + np.count_nonzero(upper == 0x54)
+    at = sum(np.count_nonzero(upper == b) for b in b"ATU")
     gc = np.count_nonzero(upper == 0x43) + np.count_nonzero(upper == 0x47)
     n = np.count_nonzero(upper == 0x4E)
     soft = np.count_nonzero((x - 0x61) < 26)

@@ -10,7 +10,7 @@ id  token      meaning
 4   ``A``      A or a
 5   ``C``      C or c
 6   ``G``      G or g
-7   ``T``      T or t
+7   ``T``      T or t, and U or u (RNA: the same base)
 8   ``N``      N, every IUPAC ambiguity code (R Y K M S W B D H V) and any other byte
 ==  =========  ==========================================================================
 
@@ -46,6 +46,7 @@ def _encode_table() -> bytes:
     table = np.full(256, N, dtype=np.uint8)
     for i, base in enumerate(b"ACGT"):
         table[base] = table[base | 0x20] = A + i
+    table[ord("U")] = table[ord("u")] = T  # an RNA sequence reads as its DNA
     return table.tobytes()
 
 
@@ -143,5 +144,6 @@ def reverse_complement(ids: np.ndarray | torch.Tensor, dim: int = -1):
 
 
 def count_non_acgt(seq: bytes | str | np.ndarray) -> int:
-    """How many bases are not A/C/G/T (either case): N, IUPAC codes and anything else."""
+    """How many bases are not A/C/G/T (either case; U counts as T): N, IUPAC codes and anything
+    else."""
     return int(np.count_nonzero(encode(seq) == N))

@@ -16,7 +16,7 @@ ANY_DNA = st.text("ACGTNacgtnRYKMSWBDHVryk-", max_size=300)
 
 
 def _naive_id(byte: int) -> int:
-    return {"A": nt.A, "C": nt.C, "G": nt.G, "T": nt.T}.get(chr(byte).upper(), nt.N)
+    return {"A": nt.A, "C": nt.C, "G": nt.G, "T": nt.T, "U": nt.T}.get(chr(byte).upper(), nt.N)
 
 
 def test_vocabulary_is_fixed():
@@ -30,7 +30,15 @@ def test_vocabulary_is_fixed():
 def test_every_byte_against_a_naive_table():
     every = bytes(range(256))
     assert nt.encode(every).tolist() == [_naive_id(b) for b in every]
-    assert nt.count_non_acgt(every) == 256 - 8
+    assert nt.count_non_acgt(every) == 256 - 10
+
+
+def test_rna_reads_as_its_dna():
+    """U is RNA's T: an RNA FASTA (SILVA, RNAcentral) gives the tokens of its DNA, and the
+    soft-mask of its lowercase letters; it read as N before."""
+    ids, mask = nt.encode_with_mask(b"ACGUacgu")
+    assert ids.tolist() == nt.encode(b"ACGTACGT").tolist() and mask.tolist() == [0] * 4 + [1] * 4
+    assert nt.count_non_acgt(b"ACGUN") == 1
 
 
 def test_input_kinds_and_shapes():
