@@ -38,15 +38,14 @@ def _totals(records: list[dict]) -> dict:
             "duplicate_names": len(names) - len(set(names))}
 
 
-def _genbank_info(path: Path, compression: str) -> list[dict]:
-    import gzip
-
+def _genbank_info(path: Path) -> list[dict]:
     from Bio import SeqIO
 
-    opener = gzip.open if compression in ("gzip", "bgzf") else open
+    from genoctx.io.fasta import open_text
+
     records = []
     try:
-        with opener(path, "rt") as fh:
+        with open_text(path) as fh:
             for rec in SeqIO.parse(fh, "genbank"):
                 stats = sequence_stats(bytes(rec.seq))
                 records.append({"name": rec.id, **stats, "features": len(rec.features)})
@@ -77,12 +76,14 @@ def describe(path: Path) -> dict:
         records = fasta_info(path, unique=False)
         return {**head, "totals": _totals(records), "records": records}
     if fmt == "genbank":
-        records = _genbank_info(path, compression)
+        records = _genbank_info(path)
         return {**head, "totals": _totals(records), "records": records}
     if fmt in ("bam", "cram", "sam"):
         return {**head, **_delegate("genoctx.io.bam", "bam_info", path), **head}
     if fmt in ("vcf", "bcf"):
         return {**head, **_delegate("genoctx.io.vcf", "vcf_info", path), **head}
+    if compression == "zstd":
+        raise InputError(f"{path} is zstd-compressed; decompress it (zstd -d) first")
     raise InputError(f"{path} looks like {FORMAT_NAMES.get(fmt, fmt)}; info reads FASTA, "
                      "GenBank, BAM/CRAM/SAM and VCF/BCF")
 

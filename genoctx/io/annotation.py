@@ -52,7 +52,6 @@ CDS > rRNA > tRNA > ncRNA > UTR > intron > intergenic; at equal priority the + s
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 import urllib.parse
@@ -156,11 +155,9 @@ def _open_text(path: str | Path) -> io.TextIOBase:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"annotation file {path} does not exist")
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+    from genoctx.io.fasta import open_text
+
+    return open_text(path)  # plain, gzip, bgzip, xz or bzip2
 
 
 def annotation_format(path: str | Path) -> str:
@@ -169,7 +166,7 @@ def annotation_format(path: str | Path) -> str:
 
 
 def _sniff_format(path: Path) -> str:
-    name = path.name.lower().removesuffix(".gz")
+    name = re.sub(r"\.(gz|bgz|xz|bz2)$", "", path.name.lower())
     for fmt, suffixes in (("genbank", _GENBANK_SUFFIXES), ("gff3", _GFF_SUFFIXES),
                           ("gtf", _GTF_SUFFIXES)):
         if name.endswith(suffixes):
@@ -189,7 +186,7 @@ def _sniff_format(path: Path) -> str:
 
 
 def read_features(path: str | Path) -> dict[str, list[Feature]]:
-    """Read GenBank (.gb/.gbk/.gbff), GFF3 or GTF (gzip allowed) into features per contig.
+    """Read GenBank (.gb/.gbk/.gbff), GFF3 or GTF (gzip, xz or bzip2) into features per contig.
 
     Args:
         path: the annotation file; the format comes from the name, else from the content.

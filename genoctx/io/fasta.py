@@ -30,6 +30,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import io
 import lzma
 import mmap
 import os
@@ -103,6 +104,9 @@ def _peek(raw: bytes, compression: str, path: Path) -> bytes:
     return head
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def _content_format(head: bytes) -> str:
     if head.startswith(b"BAM\x01"):
         return "bam"
@@ -110,7 +114,7 @@ def _content_format(head: bytes) -> str:
         return "bcf"
     if head.startswith(b"CRAM"):
         return "cram"
-    text = head.lstrip(b" \t\r\n")
+    text = head.removeprefix(_UTF8_BOM).lstrip(b" \t\r\n")  # a text editor's BOM: what follows
     if not text:
         return "empty"
     if b"\x00" in text[:4096]:
@@ -169,6 +173,13 @@ def _require_fasta(path: Path) -> str:
     if fmt != "fasta":
         hint = _FASTA_HINTS.get(fmt, "a FASTA file starts with a '>name' header line")
         raise InputError(f"{path} is not FASTA (it looks like {FORMAT_NAMES[fmt]}); {hint}")
+    if head.startswith(_UTF8_BOM):
+        fix = f"sed -i '1s/^\\xEF\\xBB\\xBF//' {path.name}"
+        raise InputError(f"{path} starts with a UTF-8 byte-order mark (a Windows editor's) "
+                         "before its first '>', which FASTA indexes (samtools faidx) do not "
+                         "take; remove it: " + (fix if compression == "none" else
+                                                 "decompress it, then " + fix[:-len(path.name)]
+                                                 + "FILE"))
     first_line = head.split(b"\n", 1)[0]
     if b"\r" in first_line.rstrip(b"\r"):  # lines end in CR alone: one endless header line
         how = {"none": f"tr '\\r' '\\n' < {path.name} > fixed.fa",
@@ -178,6 +189,19 @@ def _require_fasta(path: Path) -> str:
                          + how.get("gzip" if compression == "bgzf" else compression,
                                    "decompress it, then tr '\\r' '\\n' < it > fixed.fa"))
     return compression
+
+
+def open_text(path: str | Path) -> io.TextIOBase:
+    """``path`` as UTF-8 text (bad bytes replaced), decompressed by its content: plain, gzip,
+    bgzip, xz or bzip2, as the FASTA readers take them; InputError for zstd."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        compression = _compression(fh.read(1 << 16))
+    if compression == "zstd":
+        raise InputError(f"{path} is zstd-compressed; decompress it (zstd -d) or recompress "
+                         "it with gzip")
+    return io.TextIOWrapper(_open_stream(path, compression), encoding="utf-8",
+                            errors="replace")
 
 
 def _open_stream(path: Path, compression: str):

@@ -93,6 +93,31 @@ def test_genbank(cli, example_genbank):
     assert code == 0 and ", 1 record, 9,609 bp" in out.splitlines()[0]
 
 
+@pytest.mark.parametrize("compress", [lambda b: __import__("lzma").compress(b),
+                                      lambda b: __import__("bz2").compress(b)],
+                         ids=["xz", "bzip2"])
+def test_compressed_genbank(cli, example_genbank, tmp_path, compress):
+    """GenBank in xz or bzip2, which info detects: it was opened as plain text (a decode
+    error), and annotate found 'no genbank record with a sequence'."""
+    path = tmp_path / "p.gb.x"
+    path.write_bytes(compress(example_genbank.read_bytes()))
+    code, out, err = cli(["info", path, "--json"])
+    assert code == 0, err
+    assert [(r["name"], r["length"]) for r in json.loads(out)["records"]] == [
+        ("NC_005816.1", 9609)]
+    code, _, err = cli(["annotate", path, "--model", "none", "--rna", "none", "--quiet",
+                        "--formats", "gff3", "--out", tmp_path / "a"])
+    assert code == 0, err
+    assert "NC_005816.1\tgenoctx\tCDS" in (tmp_path / "a.gff3").read_text()
+
+
+def test_zstd_is_named(run_cli, tmp_path):
+    path = tmp_path / "x.fa.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(20))  # a zstd frame's magic number
+    code, _, err = run_cli(["info", path])
+    assert code == 2 and "zstd-compressed; decompress it (zstd -d)" in err, err
+
+
 def test_bam_goes_to_bam_info(cli, data_root):
     pytest.importorskip("genoctx.io.bam")
     path = data_root / "reads" / "ex1" / "ex1.bam"

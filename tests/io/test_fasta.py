@@ -466,6 +466,18 @@ def test_bgzip_bytes_through_the_gzi(ce_fa, tmp_path):
             assert reader.read(a, b) == data[a:b]
 
 
+def test_byte_order_mark_is_named(tmp_path):
+    """A Windows editor's UTF-8 BOM before '>' read as 'an unrecognised text file' (info) and
+    'a FASTA file starts with a '>name' header line' (the others), about a file that does."""
+    path = tmp_path / "bom.fa"
+    path.write_bytes(b"\xef\xbb\xbf>a\r\nACGT\r\n")
+    assert sniff_format(path) == ("fasta", "none")
+    with pytest.raises(InputError, match=r"byte-order mark .* sed -i '1s/\^\\xEF"):
+        FastaFile(path)
+    with pytest.raises(InputError, match="byte-order mark"):
+        list(iter_records(path))
+
+
 def test_not_sequence_bytes(tmp_path):
     (tmp_path / "digits.fa").write_bytes(b">a\nACGT\n1 ACGT\n")
     with pytest.raises(InputError, match="not a sequence letter"):
