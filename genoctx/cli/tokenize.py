@@ -32,7 +32,7 @@ from genoctx.io.regions import Region
 from genoctx.progress import progress_bar
 from genoctx.tokenize import nucleotide as nt
 from genoctx.tokenize.kmer import KmerTokenizer
-from genoctx.tokenize.windows import DEFAULT_CONTEXT, fill_windows, plan_windows
+from genoctx.tokenize.windows import DEFAULT_CONTEXT, count_windows, fill_windows, plan_windows
 
 EPILOG = """Examples:
 
@@ -77,11 +77,11 @@ def _record(out: _Outputs, r: Region, plan: list[tuple[int, int]], bases) -> Non
 def _fill_sequence(fa: FastaFile, targets: list[Region], kind: Kind, tok: KmerTokenizer | None,
                    context: int, overlap: int, bar) -> _Outputs:
     num = [len(r) if tok is None else tok.num_tokens(len(r)) for r in targets]
-    plans = [plan_windows(n, context, overlap) for n in num]
-    num_windows = sum(len(p) for p in plans)
+    num_windows = sum(count_windows(n, context, overlap) for n in num)
     dtype = np.uint8 if tok is None else np.int32
     _check_memory(num_windows, context, np.dtype(dtype).itemsize + (kind is Kind.nucleotide),
-                  max(num, default=0))
+                  max(num, default=0), overlap, targets)
+    plans = [plan_windows(n, context, overlap) for n in num]
     out = _Outputs(tokens=np.full((num_windows, context), nt.PAD, dtype=dtype))
     if kind is Kind.nucleotide:
         out.softmask = np.zeros((num_windows, context), dtype=bool)
@@ -114,8 +114,10 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
     from genoctx.io.bam import PileupWarning
     from genoctx.tokenize.pileup import tokenize_pileup
 
+    num_windows = sum(count_windows(len(r), context, overlap) for r in targets)
+    # the tokens and ids alone, before the first pileup tells the channels
+    _check_memory(num_windows, context, 1, max(len(r) for r in targets), overlap, targets)
     plans = [plan_windows(len(r), context, overlap) for r in targets]
-    num_windows = sum(len(p) for p in plans)
     out, row = None, 0
     bar.update(total=num_windows)
     for r, plan in zip(targets, plans):
@@ -131,7 +133,7 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
             raise GenoctxError(f"pileup of {r} returned {len(ids)} tokens for {len(r)} bases")
         if out is None:
             _check_memory(num_windows, context, ids.dtype.itemsize + 2 * channels.shape[1],
-                          max(len(t) for t in targets))
+                          max(len(t) for t in targets), overlap, targets)
             out = _Outputs(tokens=np.full((num_windows, context), nt.PAD, dtype=ids.dtype),
                            channels=np.zeros((num_windows, context, channels.shape[1]),
                                              dtype=np.float16),
@@ -154,21 +156,33 @@ def _vocab_size(kind: Kind, tok: KmerTokenizer | None) -> int:
     return nt.VOCAB_SIZE if tok is None else tok.vocab_size
 
 
-def _check_memory(num_windows: int, context: int, bytes_per_token: int, longest: int) -> None:
-    """Refuse, before allocating, windows that would not fit in this machine's memory."""
+# bytes each window costs besides its tokens: its plan entry (a tuple of two ints), start, end
+# and length (int64) and its contig's list entry (the name itself: 4 bytes per character)
+WINDOW_BYTES = 160
+
+
+def _check_memory(num_windows: int, context: int, bytes_per_token: int, longest: int,
+                  overlap: int, targets: list[Region]) -> None:
+    """Refuse, before planning or allocating, windows that would not fit in this machine's
+    memory."""
     import os
 
-    need = num_windows * context * bytes_per_token
+    name = 4 * max((len(r.contig) for r in targets), default=0)
+    need = num_windows * (context * bytes_per_token + WINDOW_BYTES + name)
     try:
         have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # no such query here: do not guess
         return
     if need > have // 2:
+        if overlap * 2 > context:  # windows step by context - overlap: the overlap makes them
+            fix = (f"give a smaller --overlap (windows start every --context - --overlap = "
+                   f"{context - overlap:,} tokens)")
+        else:
+            fix = (f"give a smaller --context (the longest region here is {longest:,} tokens; "
+                   "every window is padded to --context)")
         raise InputError(
             f"{num_windows:,} windows of {context:,} tokens need {need / 2**30:.1f} GiB, more "
-            f"than half of this machine's {have / 2**30:.1f} GiB: give a smaller --context "
-            f"(the longest region here is {longest:,} tokens; every window is padded to "
-            f"--context)")
+            f"than half of this machine's {have / 2**30:.1f} GiB: {fix}")
 
 
 def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, overlap: int,

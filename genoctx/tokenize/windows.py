@@ -70,6 +70,18 @@ def plan_windows(length: int, context: int = DEFAULT_CONTEXT,
     return windows
 
 
+def count_windows(length: int, context: int = DEFAULT_CONTEXT, overlap: int = 0) -> int:
+    """``len(plan_windows(length, context, overlap))``, without making the list (a plan holds
+    about 120 bytes per window: with a large overlap, more than the tokens)."""
+    plan_windows(0, context, overlap)  # the same checks
+    if length < 0:
+        raise WindowError(f"sequence length {length} is negative")
+    if length <= context:
+        return min(length, 1)
+    step = context - overlap
+    return 1 + -(-(length - context) // step)
+
+
 def region_windows(region: Region, context: int = DEFAULT_CONTEXT,
                    overlap: int = 0) -> list[Window]:
     """The base windows of a genomic region (contig coordinates, 0-based half-open)."""

@@ -330,6 +330,29 @@ def test_windows_that_would_not_fit_in_memory_are_refused_first(run_cli, tmp_pat
     assert not (tmp_path / "t.npz").exists()
 
 
+def test_a_huge_overlap_is_refused_before_the_windows_are_planned(run_cli, ce_fa, tmp_path,
+                                                                  monkeypatch):
+    """--overlap context-1 makes a window per base: the plan alone (a Python list) took 115
+    bytes per base before the memory check refused it, with advice for --context, which could
+    not help. Now the windows are counted, not planned, and the advice names --overlap."""
+    import os
+
+    from genoctx.cli import tokenize
+
+    real = os.sysconf
+    pages = 2 * 1_000_000 * 200 // real("SC_PAGE_SIZE")  # 200 MB: a window per base is too many
+    monkeypatch.setattr(os, "sysconf", lambda n: pages if n == "SC_PHYS_PAGES" else real(n))
+    planned = []
+    real_plan = tokenize.plan_windows
+    monkeypatch.setattr(tokenize, "plan_windows",
+                        lambda n, *a: (planned.append(n) if n else None) or real_plan(n, *a))
+    code, _, err = run_cli(["tokenize", ce_fa, "--region", "CHROMOSOME_I", "--context", 100,
+                            "--overlap", 99, "--out", tmp_path / "t.npz"])
+    assert code == 2 and "give a smaller --overlap (windows start every" in err, err
+    assert "1,009,701 windows of 100 tokens" in err and not planned
+    assert not (tmp_path / "t.npz").exists()
+
+
 def test_an_empty_bed_interval_is_refused(run_cli, ce_fa, tmp_path):
     bed = tmp_path / "r.bed"
     bed.write_text("CHROMOSOME_I\t100\t2000\nCHROMOSOME_I\t5000\t5000\n")

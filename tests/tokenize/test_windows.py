@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from genoctx.errors import GenoctxError
 from genoctx.io.regions import Region
 from genoctx.tokenize.nucleotide import PAD
-from genoctx.tokenize.windows import (Stitcher, Window, WindowError, plan_windows,
+from genoctx.tokenize.windows import (Stitcher, Window, WindowError, count_windows, plan_windows,
                                       region_windows, window_tokens)
 
 
@@ -38,6 +38,7 @@ def test_plan_covers_with_the_given_overlap(args):
     for (s0, e0), (s1, e1) in zip(windows, windows[1:]):
         assert s1 - s0 == context - overlap and e0 - s1 == overlap and e0 == s0 + context
     assert len(windows) == 1 or windows[-2][1] < length  # no window past the one that ends it
+    assert count_windows(length, context, overlap) == len(windows)
 
 
 @pytest.mark.parametrize("context, overlap", [(0, 0), (-5, 0), (10, 10), (10, 11), (10, -1)])
@@ -45,6 +46,8 @@ def test_plan_rejects_bad_settings(context, overlap):
     with pytest.raises(WindowError) as info:
         plan_windows(100, context, overlap)
     assert isinstance(info.value, GenoctxError) and isinstance(info.value, ValueError)
+    with pytest.raises(WindowError):
+        count_windows(100, context, overlap)
 
 
 def test_region_windows_are_genomic():
