@@ -39,10 +39,10 @@ def eval_command(
                                "marked as such in the report)."),
     check_reproducible: bool = typer.Option(False, "--check-reproducible", help="Run twice and "
                                             "fail (exit 1) on any difference in the metrics."),
-    predictions: Path | None = typer.Option(None, "--predictions", help="GFF3 or GenBank of any "
-                                            "tool to score against --truth."),
+    predictions: Path | None = typer.Option(None, "--predictions", help="GFF3, GTF or GenBank of "
+                                            "any tool to score against --truth."),
     truth: Path | None = typer.Option(None, "--truth", help="Truth annotation (GenBank, GFF3 or "
-                                      "GTF; gzip allowed)."),
+                                      "GTF; gzip, xz or bzip2 allowed)."),
     fasta: Path | None = typer.Option(None, "--fasta", help="FASTA of the truth's genome: with "
                                       "--truth alone, the model annotates it and is scored."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
@@ -76,7 +76,7 @@ def eval_command(
         elif fasta is not None:
             job = ("model-on-truth", model_job(truth, fasta))
         else:
-            raise InputError("with --truth, give --predictions (score a GFF3 or GenBank) or "
+            raise InputError("with --truth, give --predictions (score a GFF3, GTF or GenBank) or "
                              "--fasta (score the model on that genome)")
         root = Path(data_root) if data_root else default_data_root()
 

@@ -1,20 +1,23 @@
 """Score any annotation, or the model on any annotated genome, with the benchmark metrics.
 
-- :func:`predictions_job`: another tool's (or an earlier genoctx run's) GFF3 against a truth
-  annotation (GenBank, GFF3 or GTF, gzip allowed): ``genoctx eval --predictions P --truth T``.
+- :func:`predictions_job`: another tool's (or an earlier genoctx run's) GFF3, GTF or GenBank
+  against a truth annotation (GenBank, GFF3 or GTF, gzip allowed; GFF3 predictions also xz or
+  bzip2), each read by the truth's rules: ``genoctx eval --predictions P --truth T``.
 - :func:`model_job`: annotate a FASTA with the model and score it against the truth, beside the
   sequence-only decoder and Prodigal: ``genoctx eval --truth T --fasta F``.
 
 Both use the metrics of ``annotation-bacteria``: gene level (a call matches when contig, strand
 and stop agree; truth drops pseudo and joined CDS), start agreement, and per-base CDS F1/MCC
-where the contig lengths are known (from ``--fasta``, the GenBank records, or GFF3
-``##sequence-region`` lines).
+where the contig lengths are known (from ``--fasta``, the GenBank records' LOCUS lines, or GFF3
+``##sequence-region`` lines); a spliced call's introns are not coding.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -22,18 +25,62 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.eval.harness import BenchContext, BenchResult, Row, savefig
 from genoctx.eval.metrics import binary_scores, coding_mask, gene_metrics
-from genoctx.io.annotation import label_tracks, read_features, read_genes
+from genoctx.io.annotation import (
+    annotation_format,
+    annotation_lengths,
+    is_clean_splice,
+    label_tracks,
+    read_features,
+    read_genes,
+)
 
 
-def _lengths(truth: Path, fasta: Path | None) -> dict[str, int] | None:
-    if fasta is not None:
-        from genoctx.io.fasta import FastaFile
+def truth_sequences(truth: Path) -> tuple[dict[str, int], set[str]]:
+    """Contig lengths and circular contigs that the truth states: GenBank LOCUS lines (a record
+    need not hold its bases: a CONTIG line instead of ORIGIN gives the length all the same), or
+    GFF3 ``##sequence-region`` and ``region`` rows (``Is_circular=true``); empty when a GFF3 or
+    GTF states none."""
+    if annotation_format(truth) == "genbank":
+        return _genbank_sequences(truth)
+    return annotation_lengths(truth), gff_circular(truth)
 
-        return dict(FastaFile(fasta).lengths)
-    from genoctx.io.annotation import annotation_lengths
 
-    lengths = annotation_lengths(truth)
-    return lengths or None
+def _genbank_sequences(path: Path) -> tuple[dict[str, int], set[str]]:
+    from Bio.GenBank.Scanner import GenBankScanner
+
+    from genoctx.io.fasta import open_text
+
+    lengths, circular = {}, set()
+    with open_text(path) as fh:
+        try:
+            for rec in GenBankScanner().parse_records(fh, do_features=False):
+                lengths.setdefault(rec.id, len(rec.seq))
+                if rec.annotations.get("topology") == "circular":
+                    circular.add(rec.id)
+        except Exception as exc:  # Biopython raises ValueError, IndexError, ...
+            raise InputError(f"{path}: not a valid GenBank file ({exc})") from exc
+    return lengths, circular
+
+
+def gff_circular(path: Path) -> set[str]:
+    """Contigs a GFF3 marks circular: a ``region`` row with ``Is_circular=true`` (NCBI's,
+    Bakta's and ``genoctx annotate --circular``'s GFF3)."""
+    from urllib.parse import unquote
+
+    from genoctx.io.fasta import open_text
+
+    out = set()
+    with open_text(path) as fh:
+        for line in fh:
+            if line.startswith("##FASTA"):
+                break
+            if "Is_circular" not in line or line.startswith("#"):
+                continue
+            col = line.rstrip("\r\n").split("\t")
+            if (len(col) == 9 and col[2] in ("region", "chromosome", "source")
+                    and re.search(r"(^|;)\s*Is_circular=true\s*(;|$)", col[8], re.IGNORECASE)):
+                out.add(unquote(col[0]))
+    return out
 
 
 def per_base(pred: list, truth_path: Path, lengths: dict[str, int]) -> dict:
@@ -80,32 +127,42 @@ _ACCESSION = re.compile(r"([A-Za-z]{1,6}_?[A-Za-z]{0,4}\d{5,})(?:\.\d+)?")
 
 
 def contig_aliases(names, truth_names) -> dict[str, str]:
-    """Map sequence names to the truth's where they differ only in decoration, either way.
+    """Map the sequence names of one file to the truth's where they differ only in decoration,
+    either way.
 
     NCBI FASTA headers such as ``gi|45478711|ref|NC_005816.1|`` name the record the GenBank
     file calls ``NC_005816.1``, and a truth written from such a FASTA carries the long name
-    where the predictions may carry the short one. Two names match when they share a
-    ``|``-separated token (NCBI's database tags ``gi``, ``ref``, ... do not count), first as
-    written, else without the ``.version`` suffix. Names that match exactly, or ambiguously,
-    keep their own name.
+    where the predictions may carry the short one. Two names match when the ``|``-separated
+    tokens of one (NCBI's database tags ``gi``, ``ref``, ... left out) are all tokens of the
+    other, first as written, else without the ``.version`` suffix of accessions; so
+    ``S1|plasmidA`` and ``S1|plasmidB`` (a shared sample prefix) do not match. A name is mapped
+    only when the match is unambiguous both ways: it matches one truth name, which is not
+    itself in ``names`` and which no other name of ``names`` matches (two sequences of one
+    file are never merged). Names that match exactly keep their own name.
     """
     truth_names = set(truth_names)
+    names = set(names)
     index: dict[bool, dict[str, set[str]]] = {True: {}, False: {}}
     for versioned, keys in index.items():
         for t in truth_names:
             for k in _name_keys(t, versioned):
                 keys.setdefault(k, set()).add(t)
-    out = {}
-    for n in set(names):
-        if n in truth_names:
-            continue
+    wanted: dict[str, set[str]] = {}
+    for n in names - truth_names:
         for versioned in (True, False):
-            hits = {t for k in _name_keys(n, versioned) for t in index[versioned].get(k, ())}
+            mine = _name_keys(n, versioned)
+            near = {t for k in mine for t in index[versioned].get(k, ())}
+            hits = {t for t in near if _nested(mine, _name_keys(t, versioned))}
             if hits:
                 break
         if len(hits) == 1:
-            out[n] = hits.pop()
-    return out
+            wanted.setdefault(hits.pop(), set()).add(n)
+    return {ns.pop(): t for t, ns in wanted.items() if len(ns) == 1 and t not in names}
+
+
+def _nested(a: set[str], b: set[str]) -> bool:
+    """Whether the tokens of one name are all tokens of the other."""
+    return bool(a and b) and (a <= b or b <= a)
 
 
 def _renamed(calls: list, aliases: dict[str, str]) -> list:
@@ -136,13 +193,15 @@ def _check_sequences(lengths: dict[str, int] | None, truth: list, fasta: str) ->
                              f"{n:,} bp of that sequence in {fasta}: is it the same assembly?")
 
 
-def across_origin(g, lengths: dict[str, int]) -> bool:
-    """Whether call ``g`` spans the origin of its circular contig: GFF3's one row ending past
-    the contig's length (as ``genoctx annotate --circular`` writes it), or two pieces, one from
-    the origin and one to the end. The truth leaves such joined CDS out (they have no single
-    stop coordinate to match on), so scoring leaves them out of the predictions too."""
+def across_origin(g, lengths: dict[str, int], circular=()) -> bool:
+    """Whether call ``g`` spans the origin of a circular contig (one of ``circular``): GFF3's
+    one row ending past the contig's length (as ``genoctx annotate --circular`` writes it), or
+    two pieces, one from the origin and one to the end. The truth leaves such joined CDS out
+    (they have no single stop coordinate to match on), so scoring leaves them out of the
+    predictions too. On a linear contig neither is an origin crossing (see
+    :func:`_check_call_ends`)."""
     n = lengths.get(g.contig)
-    if n is None:
+    if n is None or g.contig not in circular:
         return False
     if g.start < 0 or g.end > n:
         return True
@@ -150,16 +209,40 @@ def across_origin(g, lengths: dict[str, int]) -> bool:
     return len(parts) > 1 and (g.start, g.end) == (0, n)
 
 
-def read_predictions(path: Path) -> list:
-    """Predicted CDS of a GFF3 or GenBank file as GeneCalls (pseudo and joined CDS left out,
-    as in the truth)."""
+def _check_call_ends(calls: list, lengths: dict[str, int], circular, what: str) -> None:
+    """Refuse a call that runs past the end of a contig that is not circular."""
+    for g in calls:
+        n = lengths.get(g.contig)
+        if n is not None and g.end > n and g.contig not in circular:
+            raise InputError(f"{what} has a CDS on {g.contig} ending at {g.end:,}, past the "
+                             f"{n:,} bp of that sequence, which neither file marks circular "
+                             "(GenBank LOCUS 'circular', GFF3 region Is_circular=true): is it "
+                             "the same assembly?")
+
+
+def _wraps(parts: list[tuple[int, int]], strand: int) -> bool:
+    """Whether parts in transcription order step back across the origin (GenBank's
+    ``join(9500..9609,1..100)``)."""
+    return any((b[0] < a[0]) if strand > 0 else (b[1] > a[1]) for a, b in pairwise(parts))
+
+
+def _prediction_format(path: Path) -> str:
+    """``annotation_format``, with a GFF3 named so under xz or bzip2 (``read_gff3_genes``
+    reads those)."""
+    if re.search(r"\.gff3?\.(xz|bz2)$", path.name, re.IGNORECASE):
+        return "gff3"
+    return annotation_format(path)
+
+
+def read_predictions(path: Path) -> tuple[list, int]:
+    """Predicted CDS of a GFF3, GTF or GenBank file as GeneCalls (pseudo and joined CDS left
+    out, as in the truth), and how many GenBank CDS were left out for crossing the origin
+    (``join(9500..9609,1..100)``; GFF3's crossings are told from the contig lengths later).
+    GTF is read as the truth reads it (CDS by transcript_id, the stop_codon row added)."""
     from genoctx.heads.decoder import GeneCall
-    from genoctx.io.annotation import annotation_format
     from genoctx.io.writers import read_gff3_genes
 
-    if annotation_format(path) != "genbank":
-        from genoctx.io.annotation import is_clean_splice
-
+    if _prediction_format(path) == "gff3":
         def kept(g) -> bool:  # the truth's rules (genoctx.io.annotation.read_genes)
             attrs = g.attrs or {}
             if str(attrs.get("pseudo", "")).lower() == "true":
@@ -167,44 +250,68 @@ def read_predictions(path: Path) -> list:
             parts = attrs.get("parts")
             return not parts or is_clean_splice(parts if g.strand > 0 else parts[::-1], g.strand)
 
-        return [g for g in read_gff3_genes(path) if kept(g)]
-    return [GeneCall(g.contig, g.start, g.end, g.strand, float("nan"), "", (g.partial, g.partial))
-            for g in read_genes(path)]
+        return [g for g in read_gff3_genes(path) if kept(g)], 0
+    genes = read_genes(path, include_joined=True)
+    wrapped = sum(g.joined and _wraps(g.parts, g.strand) for g in genes)
+    return [GeneCall(g.contig, g.start, g.end, g.strand, float("nan"), "", (g.partial, g.partial),
+                     {"parts": sorted(g.parts)} if len(g.parts) > 1 else {})
+            for g in genes if not g.joined], wrapped
 
 
 def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
                     method: str | None = None):
-    """A harness job scoring the CDS of ``predictions`` (GFF3, or GenBank such as Prokka's,
-    Bakta's or ``genoctx annotate --formats gbk``) against ``truth``."""
+    """A harness job scoring the CDS of ``predictions`` (GFF3, GTF, or GenBank such as
+    Prokka's, Bakta's or ``genoctx annotate --formats gbk``) against ``truth``."""
 
     def run(ctx: BenchContext) -> BenchResult:
         pred_path = ctx.user_file(predictions)
         truth_path = ctx.user_file(truth)
         if fasta is not None:
             ctx.user_file(fasta)
-        calls = read_predictions(pred_path)
+        calls, crossing = read_predictions(pred_path)
         true = read_genes(truth_path)
         if not true:
             raise InputError(f"{truth_path} has no CDS to score against")
-        lengths = _lengths(truth_path, fasta)
-        aliases = contig_aliases([g.contig for g in calls] + list(lengths or ()),
-                                 {g.contig for g in true})
+        lengths, circular = truth_sequences(truth_path)
+        truth_names = {g.contig for g in true} | set(lengths)
+        aliases = contig_aliases({g.contig for g in calls}, truth_names)
         calls = _renamed(calls, aliases)
-        if lengths:
-            lengths = {aliases.get(c, c): n for c, n in lengths.items()}
+        if _prediction_format(pred_path) == "gff3":  # genoctx annotate --circular marks them
+            circular |= {aliases.get(c, c) for c in gff_circular(pred_path)}
+        if fasta is not None:
+            from genoctx.io.fasta import FastaFile
+
+            fa = FastaFile(fasta).lengths
+            fa_aliases = contig_aliases(fa, truth_names)
+            lengths = {fa_aliases.get(c, c): n for c, n in fa.items()}
         _check_contigs(calls, true, str(pred_path))
         if fasta is not None:
             _check_sequences(lengths, true, str(fasta))
-        ring = [bool(lengths) and across_origin(g, lengths) for g in calls]
-        crossing = sum(ring)
+        _check_call_ends(calls, lengths, circular, pred_path.name)
+        ring = [across_origin(g, lengths, circular) for g in calls]
+        crossing += sum(ring)
         calls = [g for g, r in zip(calls, ring) if not r]
+        known = truth_names | set(lengths)
+        unmatched = sorted({g.contig for g in calls} - known)
+        n_unmatched = sum(g.contig not in known for g in calls)
         label = method or pred_path.name
-        m, rows = _score(label, calls, true, truth_path, lengths)
+        m, rows = _score(label, calls, true, truth_path, lengths or None)
+        m["across_origin_left_out"] = crossing
+        m["contigs_not_in_truth"] = {"contigs": len(unmatched), "calls": n_unmatched,
+                                     "names": unmatched[:10]}
         notes = [(f"{len(calls)} predicted genes from {pred_path.name}; {len(true)} true genes "
                   f"in {truth_path.name}.")]
         if not calls:
             notes.append(f"{pred_path.name} holds no CDS to score: sensitivity is 0, and "
                          "precision and F1 (shown as 0) are undefined. Is it the right file?")
+        if unmatched:
+            note = (f"{len(unmatched)} predicted contig(s) ({n_unmatched} call(s)) have no "
+                    f"sequence of that name in {truth_path.name} (e.g. {unmatched[0]}): their "
+                    "calls count as false positives; rename the sequences if they are the "
+                    "truth's under another name.")
+            notes.append(note)
+            if not ctx.quiet:
+                print(f"note: {note}", file=sys.stderr)
         if crossing:
             notes.append(f"{crossing} predicted gene(s) across a contig's origin left out, "
                          "as the truth leaves out joined CDS.")

@@ -11,6 +11,7 @@ Legend: N = samples, K = classes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,9 @@ import numpy as np
 
 @dataclass(frozen=True)
 class GeneMetrics:
-    """Gene-level counts and rates; ``start_agreement`` is over matched genes."""
+    """Gene-level counts and rates; ``start_agreement`` is over matched genes: NaN when no gene
+    matched (there is no start to agree on), which :meth:`as_dict` writes as None (JSON null)
+    and tables as n/a."""
 
     n_true: int
     n_pred: int
@@ -30,7 +33,10 @@ class GeneMetrics:
     start_agreement: float
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if math.isnan(out["start_agreement"]):
+            out["start_agreement"] = None
+        return out
 
 
 def stop_key(g) -> tuple:
@@ -59,17 +65,30 @@ def gene_metrics(pred: list, truth: list) -> GeneMetrics:
     sens = tp / len(true_starts) if true_starts else 0.0
     prec = tp / len(pred_starts) if pred_starts else 0.0
     f1 = 2 * sens * prec / (sens + prec) if tp else 0.0
-    agree = sum(pred_starts[k] in true_starts[k] for k in matched) / tp if tp else 0.0
+    agree = sum(pred_starts[k] in true_starts[k] for k in matched) / tp if tp else math.nan
     return GeneMetrics(len(true_starts), len(pred_starts), tp, sens, prec, f1, agree)
 
 
+def coding_parts(g) -> list[tuple[int, int]]:
+    """The coding pieces of a gene: a spliced or joined gene's parts (``parts`` of an annotated
+    :class:`~genoctx.io.annotation.Gene`, ``cds`` of a spliced call, ``attrs["parts"]`` of a
+    call read from GFF3 or GenBank), else its one span; its introns are not coding."""
+    parts = (getattr(g, "parts", None) or getattr(g, "cds", None)
+             or (getattr(g, "attrs", None) or {}).get("parts"))
+    return [(int(s), int(e)) for s, e in parts] if parts else [(int(g.start), int(g.end))]
+
+
 def coding_mask(genes: list, contig: str, length: int, strand: int | None = None) -> np.ndarray:
-    """Boolean [L] mask of the bases of ``contig`` covered by genes (of one strand if given)."""
+    """Boolean [L] mask of the bases of ``contig`` inside the coding parts of genes (of one
+    strand if given): a spliced gene's introns are left out (:func:`coding_parts`)."""
     diff = np.zeros(length + 1, dtype=np.int64)
     for g in genes:
         if g.contig == contig and (strand is None or g.strand == strand):
-            diff[max(g.start, 0)] += 1
-            diff[min(g.end, length)] -= 1
+            for s, e in coding_parts(g):
+                s, e = max(s, 0), min(e, length)
+                if s < e:
+                    diff[s] += 1
+                    diff[e] -= 1
     return np.cumsum(diff[:-1]) > 0
 
 

@@ -191,17 +191,17 @@ def _require_fasta(path: Path) -> str:
     return compression
 
 
-def open_text(path: str | Path) -> io.TextIOBase:
-    """``path`` as UTF-8 text (bad bytes replaced), decompressed by its content: plain, gzip,
-    bgzip, xz or bzip2, as the FASTA readers take them; InputError for zstd."""
+def open_text(path: str | Path, errors: str = "replace") -> io.TextIOBase:
+    """``path`` as UTF-8 text (bad bytes replaced, or as ``errors`` says), decompressed by its
+    content: plain, gzip, bgzip, xz or bzip2, as the FASTA readers take them; InputError for
+    zstd."""
     path = Path(path)
     with open(path, "rb") as fh:
         compression = _compression(fh.read(1 << 16))
     if compression == "zstd":
         raise InputError(f"{path} is zstd-compressed; decompress it (zstd -d) or recompress "
                          "it with gzip")
-    return io.TextIOWrapper(_open_stream(path, compression), encoding="utf-8",
-                            errors="replace")
+    return io.TextIOWrapper(_open_stream(path, compression), encoding="utf-8", errors=errors)
 
 
 def _open_stream(path: Path, compression: str):

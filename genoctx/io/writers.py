@@ -17,6 +17,7 @@ Spliced (eukaryotic) genes are :class:`genoctx.heads.spliced_decoder.SplicedGene
 from __future__ import annotations
 
 import dataclasses
+import lzma
 import math
 import re
 from itertools import pairwise
@@ -816,48 +817,82 @@ def _partial_of(a: dict, strand: int) -> tuple[bool, bool]:
 
 
 def read_gff3_genes(path: str | Path) -> list:
-    """CDS features of a GFF3 file (any tool) as GeneCalls; CDS lines sharing an ID are merged.
+    """CDS features of a GFF3 file (any tool) as GeneCalls, one per coding sequence.
 
-    Plain or gzip. Score is column 6 as a float (NaN when '.' or not a number); the start codon
-    comes from ``start_codon`` or Prodigal's ``start_type`` attribute.
+    CDS rows are grouped as the truth reader (:mod:`genoctx.io.annotation`) groups them: by
+    their ``Parent`` transcript (a protein parent, as TAIR10 adds, does not count) and, under
+    it, by ``ID``; rows with an ID and no Parent by the ID; a row with neither is a gene of its
+    own. So the rows of a spliced CDS are one gene whether they carry a shared ID (NCBI,
+    Ensembl, genoctx) or only ``Parent=`` (TAIR10, FlyBase); a CDS row shared by several
+    isoforms belongs to each, and isoforms with the same CDS parts give one call. A CDS under a
+    pseudogene (an ancestor whose type or biotype says pseudo, or ``pseudo=true``), or itself
+    so marked, gets ``attrs["pseudo"] = "true"``. Plain, gzip, xz or bzip2. Score is column 6 as
+    a float (NaN when '.' or not a number); the start codon comes from ``start_codon`` or
+    Prodigal's ``start_type`` attribute.
     """
-    import gzip
+    import zlib
 
     from genoctx.heads.decoder import GeneCall
+    from genoctx.io.fasta import open_text
 
     path = Path(path)
     if not path.is_file():
         raise InputError(f"GFF3 file {path} not found")
-    with open(path, "rb") as fh:
-        gzipped = fh.read(2) == b"\x1f\x8b"
-    merged: dict = {}
     try:
-        with (gzip.open(path, "rt", encoding="utf-8") if gzipped
-              else open(path, encoding="utf-8")) as fh:
-            _read_gff3_cds(fh, path, merged)
+        with open_text(path, errors="strict") as fh:
+            cds, rows_by_id = _read_gff3_cds(fh, path)
     except UnicodeDecodeError:
-        raise InputError(f"{path} is not a GFF3 text file (plain or gzip)") from None
-    except (EOFError, gzip.BadGzipFile, OSError) as exc:
+        raise InputError(f"{path} is not a GFF3 text file (plain, gzip, xz or bzip2)") from None
+    except (EOFError, lzma.LZMAError, zlib.error, OSError) as exc:
         if isinstance(exc, (FileNotFoundError, PermissionError)):
             raise
         raise InputError(f"{path}: cannot read ({exc})") from None
-    out = []
-    for g in merged.values():
+    out, seen = [], set()
+    for g in _group_cds(cds, rows_by_id):
         a = g["attrs"]
-        lo, hi = min(p[0] for p in g["parts"]), max(p[1] for p in g["parts"])
-        extra = {"parts": sorted(g["parts"])} if len(g["parts"]) > 1 else {}
+        parts = sorted(g["parts"])
+        key = (g["contig"], g["strand"], tuple(parts))
+        if key in seen:  # isoforms with the same CDS: one gene, as in the truth
+            continue
+        seen.add(key)
+        extra = {"parts": parts} if len(parts) > 1 else {}
         if "bank_model" in a:  # as the decoder names it (write_gff3 writes attrs["model"] so)
             extra["model"] = a["bank_model"]
-        out.append(GeneCall(g["contig"], lo, hi, g["strand"], g["score"],
-                            a.get("start_codon") or a.get("start_type", ""),
+        if g["pseudo"]:
+            extra["pseudo"] = "true"
+        out.append(GeneCall(g["contig"], parts[0][0], max(p[1] for p in parts), g["strand"],
+                            g["score"], a.get("start_codon") or a.get("start_type", ""),
                             _partial_of(a, g["strand"]), {**a, **extra}))
     return sorted(out, key=lambda g: (g.contig, g.start, g.end, g.strand))
 
 
-def _read_gff3_cds(fh, path: Path, merged: dict) -> None:
-    """The CDS rows of an open GFF3 into ``merged`` ({(contig, ID): row}; see
-    :func:`read_gff3_genes`). A score that is not a number reads as NaN (it is not needed to
-    score calls)."""
+# parents that are not transcripts (TAIR10's CDS rows name their protein as a second Parent)
+_PROTEIN_TYPES = frozenset({"protein", "polypeptide", "mature_protein_region"})
+_BIOTYPE_KEYS = ("transcript_biotype", "transcript_type", "biotype", "gene_biotype", "gene_type")
+
+
+def _is_pseudo(kind: str, a: dict) -> bool:
+    """The truth reader's rule (genoctx.io.annotation): a pseudo type, ``pseudo=true``, or a
+    biotype naming a pseudogene."""
+    return ("pseudo" in kind.lower() or a.get("pseudo", "").lower() == "true"
+            or any("pseudogene" in a.get(k, "").lower() for k in _BIOTYPE_KEYS))
+
+
+def _gff3_ids(text: str, key: str) -> list[str]:
+    """The values of a multi-valued attribute (``Parent=a,b``), split before unescaping."""
+    for part in text.strip().split(";"):
+        k, _, v = part.partition("=")
+        if unquote(k.strip()) == key:
+            return [unquote(x) for x in v.strip().split(",") if x]
+    return []
+
+
+def _read_gff3_cds(fh, path: Path) -> tuple[list, dict]:
+    """The CDS rows of an open GFF3 (``(contig, lo, hi, strand, score, attrs, parents,
+    pseudo, lineno)``), and ``{ID: (type, first parent, pseudo)}`` of every row with an ID (to
+    tell protein parents and pseudogene ancestors). A score that is not a number reads as NaN
+    (it is not needed to score calls)."""
+    cds, rows_by_id = [], {}
     for n, line in enumerate(fh, 1):
         if line.startswith("##FASTA"):
             break
@@ -866,19 +901,49 @@ def _read_gff3_cds(fh, path: Path, merged: dict) -> None:
         col = line.rstrip("\n").split("\t")
         if len(col) != 9:
             raise InputError(f"{path}:{n}: expected 9 tab-separated columns, got {len(col)}")
+        a = _parse_gff_attrs(col[8])
+        parents = _gff3_ids(col[8], "Parent")
+        pseudo = _is_pseudo(col[2], a)
+        if "ID" in a:
+            rows_by_id.setdefault(a["ID"], (col[2], parents[0] if parents else None, pseudo))
         if col[2] != "CDS":
             continue
         lo, hi = _parse_interval(col[3], col[4], f"{path}:{n}")
         strand = {"+": 1, "-": -1}.get(col[6], 0)
-        a = _parse_gff_attrs(col[8])
-        key = (unquote(col[0]), a.get("ID") or f"line{n}")
         try:
             score = float(col[5])
         except ValueError:  # '.', or anything else a tool writes there
             score = float("nan")
-        if key in merged:
-            g = merged[key]
+        cds.append((unquote(col[0]), lo, hi, strand, score, a, parents, pseudo, n))
+    return cds, rows_by_id
+
+
+def _ancestor_pseudo(rid: str | None, rows_by_id: dict) -> bool:
+    """Whether row ``rid`` or one of its ancestors (first Parent up) is a pseudogene."""
+    seen = set()
+    while rid is not None and rid in rows_by_id and rid not in seen:
+        seen.add(rid)
+        _, parent, pseudo = rows_by_id[rid]
+        if pseudo:
+            return True
+        rid = parent
+    return False
+
+
+def _group_cds(cds: list, rows_by_id: dict) -> list[dict]:
+    """CDS rows grouped into coding sequences: ``(contig, transcript, ID)`` as in
+    :func:`read_gff3_genes`, in file order."""
+    groups: dict = {}
+    for contig, lo, hi, strand, score, a, parents, pseudo, n in cds:
+        tx = [p for p in parents if rows_by_id.get(p, ("",))[0] not in _PROTEIN_TYPES]
+        keys = [(contig, p, a.get("ID", "")) for p in tx] or [(contig, None, a.get("ID")
+                                                                  or f"line{n}")]
+        for key in keys:
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = {"contig": contig, "parts": [], "strand": strand,
+                                   "score": score, "attrs": a,
+                                   "pseudo": _ancestor_pseudo(key[1], rows_by_id)}
             g["parts"].append((lo, hi))
-            continue
-        merged[key] = {"contig": key[0], "parts": [(lo, hi)], "strand": strand,
-                       "score": score, "attrs": a}
+            g["pseudo"] = g["pseudo"] or pseudo
+    return list(groups.values())

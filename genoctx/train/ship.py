@@ -59,7 +59,9 @@ def validation_lines(m: dict) -> list[str]:
         for caller, v in row.items():
             if isinstance(v, dict) and "sensitivity" in v:
                 lines.append(f"| {genome} | {caller} | {v['sensitivity']:.4f} | "
-                             f"{v['precision']:.4f} | {v['f1']:.4f} | {v['start_agreement']:.4f} |")
+                             f"{v['precision']:.4f} | {v['f1']:.4f} | "
+                             + ("n/a" if v["start_agreement"] is None
+                                else f"{v['start_agreement']:.4f}") + " |")
         if "per_base" in row:
             pb = row["per_base"]
             lines.append(f"| {genome} | model per-base CDS | | | F1 {pb['f1']:.4f} (MCC "

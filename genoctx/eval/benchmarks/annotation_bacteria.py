@@ -189,7 +189,8 @@ def run(ctx: BenchContext) -> BenchResult:
         prod = metrics["genomes"][r.dataset].get("prodigal")
         if r.method != "prodigal" and r.metric.startswith("gene ") and prod:
             key = r.metric[5:]
-            r.anchor = f"Prodigal {prod[key]:.3f} (run here)"
+            r.anchor = ("Prodigal n/a (run here)" if prod[key] is None
+                        else f"Prodigal {prod[key]:.3f} (run here)")
     plots = [savefig(_bars(bars), out_dir / "gene_f1.png")]
     plots.append(savefig(_tracks(*shown), out_dir / "tracks.png"))
     return BenchResult(metrics=metrics, rows=rows, plots=plots, notes=notes)
