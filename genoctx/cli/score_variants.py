@@ -28,6 +28,7 @@ is bgzipped and tabix-indexed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import shutil
 import sys
@@ -65,6 +66,7 @@ class Summary:
     unknown_contig: int = 0
     symbolic: int = 0
     ambiguous: int = 0
+    unannotated: int = 0  # variants on reference contigs the --annotation does not cover
     indexed: bool = False
     model: bool = True  # False under --model none: ``scored`` counts consequences only
 
@@ -74,7 +76,9 @@ class Summary:
         return (f"{self.records} records, {self.variants} variants, {done}, "
                 f"{self.ref_mismatch} ref mismatches, {self.unknown_contig} unknown contigs, "
                 f"{self.symbolic} symbolic skipped"
-                + (f", {self.ambiguous} ALT with N/IUPAC bases skipped" if self.ambiguous else ""))
+                + (f", {self.ambiguous} ALT with N/IUPAC bases skipped" if self.ambiguous else "")
+                + (f", {self.unannotated} on contigs without annotation" if self.unannotated
+                   else ""))
 
 
 @dataclass
@@ -85,23 +89,37 @@ class _Annotator:
     consequence: Callable[[str, int, str, str], str]
     class_source: str
     conseq_source: str
+    covered: frozenset | None = None  # contigs an --annotation covers (None: genes predicted)
 
 
 # ----------------------------------------------------------------------------- header
 
+def _escape(text: str) -> str:
+    """``text`` for the inside of a quoted VCF header value (VCF 4.3: ``\\`` and ``\"``)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _header_value(text: str) -> str:
+    """A value of a structured header line (``<Key=value,...>``): as it is when plain, else
+    double-quoted and escaped, so a file name holding ``,`` ``"`` ``<`` ``>`` ``=`` or a space
+    cannot break the line (htslib then drops the line, or every line after it)."""
+    return text if re.fullmatch(r"[\w.+\-/:@#%~]*", text) else f'"{_escape(text)}"'
+
+
 def _header_lines(context: int, ann: _Annotator, provenance: str, supervised: bool,
                   scored: bool = True) -> list[str]:
     """Our header lines; ``scored`` False (``--model none``): no GCX_DLL is declared."""
+    class_source, conseq_source = _escape(ann.class_source), _escape(ann.conseq_source)
     lines = [
         ('##INFO=<ID=GCX_DLL,Number=A,Type=Float,Description="genoctx: log-likelihood of the '
          f'alt window minus the ref window (up to {context} bases around REF), mean of both '
          'strands">')] if scored else []
     lines += [
         ('##INFO=<ID=GCX_CLASS,Number=1,Type=String,Description="genoctx: annotation class at '
-         f'POS, from {ann.class_source}">'),
+         f'POS, from {class_source}">'),
         ('##INFO=<ID=GCX_CONSEQ,Number=A,Type=String,Description="genoctx: consequence of each '
          'ALT (splice, nonsense, frameshift, stop_lost, start_lost, inframe_indel, missense, '
-         f'splice_region, synonymous, noncoding) from {ann.conseq_source}">'),
+         f'splice_region, synonymous, noncoding) from {conseq_source}">'),
     ]
     if supervised:
         lines.append('##INFO=<ID=GCX_SCORE,Number=A,Type=Float,Description="genoctx: score of '
@@ -193,31 +211,62 @@ def _rereadable(given: Path):
     """``given`` as a file that htslib can read twice (the run reads it twice: a count, then the
     records): a pipe (``-`` or ``/dev/stdin``) is copied to a temporary file first, and plain gzip
     (which htslib reads but cannot rewind, unlike bgzip) is decompressed into one; a VCF with
-    empty lines (hand-edited; htslib stops at the first) is copied without them."""
+    empty lines (hand-edited; htslib stops at the first) or a UTF-8 byte-order mark (a Windows
+    editor's; htslib cannot read the header after it) is copied without them. Errors that name
+    a temporary copy name ``given`` instead."""
     import gzip
 
+    from genoctx.errors import GenoctxError
     from genoctx.io.fasta import sniff_format
-    from genoctx.io.spool import rereadable
+    from genoctx.io.spool import rereadable, shown_name
 
+    copies: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="genoctx-vcf-") as tmpdir, \
             rereadable(given, name="input") as vcf:  # standard input (-), a pipe, a device
         fmt, compression = (sniff_format(vcf) if vcf.is_file() and vcf.stat().st_size
                             else (None, None))
-        if compression == "gzip":
-            plain = Path(tmpdir) / "input.vcf"
-            try:
-                with gzip.open(vcf, "rb") as src, open(plain, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-            except (OSError, EOFError) as exc:
-                raise InputError(f"{vcf}: cannot decompress ({exc})") from None
-            vcf = plain
-            compression = "none"
-        if fmt == "vcf" and compression in ("none", "bgzf") and _has_blank_line(vcf, compression):
-            kept = Path(tmpdir) / "input.trimmed.vcf"  # htslib stops at an empty line
-            with _open_text(vcf, compression) as src, open(kept, "wb") as dst:
-                dst.writelines(ln for ln in src if ln.strip())
-            vcf = kept
-        yield vcf
+        try:
+            if compression == "gzip":
+                plain = Path(tmpdir) / "input.vcf"
+                try:
+                    with gzip.open(vcf, "rb") as src, open(plain, "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                except (OSError, EOFError) as exc:
+                    raise InputError(f"{vcf}: cannot decompress ({exc})") from None
+                vcf = plain
+                copies.append(plain)
+                compression = "none"
+            if fmt == "vcf" and compression in ("none", "bgzf") and (
+                    _starts_with_bom(vcf, compression) or _has_blank_line(vcf, compression)):
+                kept = Path(tmpdir) / "input.trimmed.vcf"  # htslib stops at an empty line
+                with _open_text(vcf, compression) as src, open(kept, "wb") as dst:
+                    first = src.readline()
+                    lines = itertools.chain([first.removeprefix(_BOM)], src)
+                    dst.writelines(ln for ln in lines if ln.strip())
+                vcf = kept
+                copies.append(kept)
+            yield vcf
+        except GenoctxError as exc:  # name the input as the user gave it, not a copy
+            text = str(exc)
+            for copy in copies:
+                text = text.replace(str(copy), shown_name(given))
+            if text == str(exc):
+                raise
+            raise type(exc)(text) from None
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _starts_with_bom(path: Path, compression: str) -> bool:
+    """Whether a plain or bgzipped VCF starts with a UTF-8 byte-order mark."""
+    import zlib
+
+    try:
+        with _open_text(path, compression) as fh:
+            return fh.read(len(_BOM)) == _BOM
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: cannot decompress ({exc})") from None
 
 
 _BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*$")
@@ -266,24 +315,31 @@ def _records(vcf: Path) -> Iterator:
         try:
             vf = pysam.VariantFile(str(vcf))
         except (ValueError, OSError) as exc:
-            raise InputError(f"{vcf}: cannot read the VCF header ({exc})") from None
+            from genoctx.io.vcf import header_problem
+
+            raise InputError(f"{vcf}: cannot read the VCF header "
+                             f"({header_problem(vcf) or exc})") from None
         with vf:
             yield vf
 
 
-def _survey(vcf: Path, fa, collector, declared: Collection[str] = ()) -> int:
+def _survey(vcf: Path, fa, collector, declared: Collection[str] = (),
+            counts: dict[str, int] | None = None) -> int:
     """First pass: count the variants, check the contigs, collect gene-prediction targets.
 
     A VCF none of whose records is on a contig of the reference is refused (the wrong FASTA, or
     chr prefixes), unless its header declares a contig the reference has: then it is a part of
     a VCF that fits it (a Snakemake chunk holding only, say, chrM records), and those records
-    are filtered ``GCX_UNKNOWN_CONTIG`` as in the whole file."""
+    are filtered ``GCX_UNKNOWN_CONTIG`` as in the whole file. ``counts`` (given) gets the
+    variants per contig."""
     from genoctx.io.vcf import iter_variants
 
     n, contigs = 0, set()
     for v in iter_variants(vcf):
         n += 1
         contigs.add(v.contig)
+        if counts is not None:
+            counts[v.contig] = counts.get(v.contig, 0) + 1
         if collector is not None:
             collector.add(v.contig, v.pos, v.end)
     if contigs and not contigs & set(fa.lengths) and not set(declared) & set(fa.lengths):
@@ -304,6 +360,67 @@ def _warn_lengths(declared: dict[str, int | None], lengths: dict[str, int]) -> N
         more = f" and {len(off) - 1} more" if len(off) > 1 else ""
         print(f"genoctx: warning: the VCF header says {c} is {n:,} bp, the reference "
               f"{m:,} bp{more}: were the variants called on another assembly?", file=sys.stderr)
+
+
+def _annotation_lengths(annotation: Path) -> tuple[dict[str, int], dict[str, bytes]]:
+    """Contig lengths an annotation states (:func:`genoctx.io.annotation.stated_sequences`),
+    and the sequences a GenBank file holds (none from records without ORIGIN)."""
+    from genoctx.io.annotation import annotation_format, read_sequences_genbank, stated_sequences
+
+    lengths = stated_sequences(annotation)[0]
+    sequences: dict[str, bytes] = {}
+    if annotation_format(annotation) == "genbank":
+        with contextlib.suppress(InputError):  # a record without bases: lengths alone
+            sequences = dict(read_sequences_genbank(annotation))
+    return lengths, sequences
+
+
+def _check_annotation_lengths(annotation: Path, fa) -> dict[str, int]:
+    """Warn (on stderr, even with --quiet), as :func:`_warn_lengths` does for the VCF, when the
+    annotation states a length for a reference contig that differs from the reference's, or
+    (GenBank) holds a sequence of the same length that differs: its coordinates are those of
+    another assembly, and consequences would be read in the wrong frame. Returns the lengths
+    it states (contig → bp)."""
+    import numpy as np
+
+    lengths, sequences = _annotation_lengths(annotation)
+    off = [(c, n, fa.lengths[c]) for c, n in lengths.items()
+           if c in fa.lengths and n != fa.lengths[c]]
+    if off:
+        c, n, m = off[0]
+        more = f" and {len(off) - 1} more" if len(off) > 1 else ""
+        print(f"genoctx: warning: the annotation {annotation.name} says {c} is {n:,} bp, the "
+              f"reference {m:,} bp{more}: was it made on another assembly? (its consequences "
+              "would be read in the wrong place)", file=sys.stderr)
+    diff = []
+    for c, seq in sequences.items():
+        if c in fa.lengths and len(seq) == fa.lengths[c]:
+            ref = np.frombuffer(fa.fetch(c).upper(), np.uint8)
+            k = int(np.count_nonzero(np.frombuffer(seq.upper(), np.uint8) != ref))
+            if k:
+                diff.append((c, k))
+    if diff:
+        c, k = diff[0]
+        more = f" and {len(diff) - 1} more" if len(diff) > 1 else ""
+        print(f"genoctx: warning: the sequence of {c} in the annotation {annotation.name} "
+              f"differs from the reference's at {k:,} base(s){more} (same length): was it "
+              "made on another assembly?", file=sys.stderr)
+    return lengths
+
+
+def _warn_unannotated(counts: dict[str, int], fa, covered: frozenset,
+                      annotation: Path) -> int:
+    """Warn (on stderr, even with --quiet) about the variants on reference contigs the
+    annotation does not cover (their class is '.' and their consequence ``noncoding`` for
+    want of genes, not for being outside them); returns how many variants that is."""
+    missing = {c: k for c, k in counts.items() if c in fa.lengths and c not in covered}
+    if missing:
+        shown = ", ".join(f"{c} ({k:,})" for c, k in list(missing.items())[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        print(f"genoctx: warning: {sum(missing.values()):,} variant(s) lie on contig(s) that "
+              f"the annotation {annotation.name} does not cover: {shown}{more}; they get "
+              "GCX_CLASS=. and GCX_CONSEQ=noncoding", file=sys.stderr)
+    return sum(missing.values())
 
 
 def _load_model(model: str, device: str, want_head: bool):
@@ -336,9 +453,11 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
             raise InputError(f"none of the contigs of {annotation} ({', '.join(list(features)[:5])})"
                              f" is in the reference ({', '.join(fa.contigs[:5])}); the annotation "
                              "must be on the reference's sequences")
+        stated = _check_annotation_lengths(annotation, fa)
         genes = GeneModel.from_features(features, fa, table)
         source = f"the annotation {annotation.name}"
-        return _Annotator(genes.klass, genes.consequence, source, source)
+        return _Annotator(genes.klass, genes.consequence, source, source,
+                          frozenset(features) | frozenset(stated))
     ring = frozenset(fa.lengths) if circular is True else frozenset(circular or ())
     targets = whole_circles(collector.regions(), fa.lengths, ring)
     with progress_bar("predicting genes", total=sum(len(t) for t in targets), quiet=quiet) as bar:
@@ -395,7 +514,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     if out is not None and str(out) != "-":
         from genoctx.cli.common import refuse_overwriting_inputs
 
-        refuse_overwriting_inputs([Path(out), Path(f"{out}.tbi")],
+        refuse_overwriting_inputs([Path(out), Path(f"{out}.tbi"), Path(f"{out}.csi")],
                                   {"input VCF": vcf, "--reference": reference,
                                    "--annotation": annotation})
     if out is not None and Path(out).is_dir():
@@ -413,7 +532,8 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
         _warn_lengths(declared, fa.lengths)
         backbone, head, sha = _load_model(model, device, want_head=annotation is None)
         collector = TargetCollector(fa.lengths) if annotation is None else None
-        total = _survey(vcf, fa, collector, declared)
+        counts: dict[str, int] = {}
+        total = _survey(vcf, fa, collector, declared, counts)
         params = None
         if annotation is None:
             import dataclasses
@@ -429,10 +549,12 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
             params = dataclasses.replace(params, translation_table=translation_table)
         ann = _annotator(fa, annotation, collector, backbone, head, batch_size, quiet, params,
                          translation_table, circular)
+        unannotated = (_warn_unannotated(counts, fa, ann.covered, Path(annotation))
+                       if ann.covered is not None else 0)
         scored = backbone is not None
         provenance = (f"Version={_version()},"
                       + (f"Model=sha256:{sha[:16]},Context={context}," if scored else "Model=none,")
-                      + f"Reference={reference_name or Path(reference).name}")
+                      + f"Reference={_header_value(reference_name or Path(reference).name)}")
         stats, summary = VariantStats(), Summary(model=scored)
         with _output(out) as (sink, compressed), _records(vcf) as vf:
             sink.write(_output_header(str(vf.header), _header_lines(
@@ -443,6 +565,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     summary.records, summary.variants = stats.records, stats.variants
     summary.ref_mismatch, summary.unknown_contig = stats.ref_mismatch, stats.unknown_contig
     summary.symbolic, summary.ambiguous = stats.symbolic, stats.ambiguous
+    summary.unannotated = unannotated
     from genoctx.io.spool import is_stream
 
     summary.indexed = compressed and not is_stream(out) and _index(Path(out))
@@ -527,11 +650,11 @@ def _output(out: Path | None):
             tmp = Path(tmpdir) / "out.vcf"
             with open(tmp, "w") as fh:
                 yield fh, False
-            with open(tmp) as fh:
+            with open(tmp, newline="") as fh:  # as written: a \r inside a line stays in it
                 shutil.copyfileobj(fh, sys.stdout)
         return
     out = Path(out)
-    compressed = out.name.endswith((".gz", ".bgz"))
+    compressed = out.name.lower().endswith((".gz", ".bgz"))
     with atomic_path(out) as tmp:
         if compressed:
             import io
@@ -546,14 +669,16 @@ def _output(out: Path | None):
 
 
 def _index(out: Path) -> bool:
-    """Tabix-index ``out`` (a bgzipped VCF); False (and no stale index) when it is unsorted."""
+    """Tabix-index ``out`` (a bgzipped VCF); False (and no stale index, .tbi or .csi, which
+    htslib would read for the new file) when it is unsorted."""
     import pysam
 
     from genoctx.io.hts import quiet_htslib
 
     tbi = Path(f"{out}.tbi")
-    with contextlib.suppress(FileNotFoundError):
-        tbi.unlink()
+    for stale in (tbi, Path(f"{out}.csi")):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     try:
         with quiet_htslib():
             pysam.tabix_index(str(out), preset="vcf", force=True)
@@ -650,7 +775,7 @@ def _score_variants(variants, reference, out, model, context, annotation, batch_
                         translation_table=translation_table,
                         circular=frozenset(rings) if circular_declared else circular,
                         reference_name=reference_name)
-    if out is not None and out.name.endswith((".gz", ".bgz")) and not summary.indexed:
+    if out is not None and out.name.lower().endswith((".gz", ".bgz")) and not summary.indexed:
         from genoctx.io.spool import is_stream
 
         why = ("a pipe or device is not indexed" if is_stream(out) else

@@ -146,6 +146,7 @@ class _Transcript:
     phase: int                          # bases before the first complete codon
     introns: list[tuple[int, int]]
     partial5: bool = False              # the 5' end is not a real start
+    partial3: bool = False              # the 3' end is not a real stop
     table: int = 11                     # NCBI genetic code of its codons
     offsets: list[int] = field(default_factory=list)
 
@@ -274,7 +275,7 @@ class GeneModel:
         """
         features: dict[str, list[Feature]] = defaultdict(list)
         for n, g in enumerate(calls):
-            partial5 = bool(g.partial[0])
+            partial5, partial3 = bool(g.partial[0]), bool(g.partial[1])
             length = fasta.lengths.get(g.contig)
             parts, start, end = [(g.start, g.end)], g.start, g.end
             if length is not None and g.end > length:  # across the origin: transcription order
@@ -286,7 +287,8 @@ class GeneModel:
                 contig=g.contig, start=start, end=end, strand=g.strand, kind="CDS",
                 parts=parts, phase=(g.end - g.start) % 3 if partial5 else 0,
                 transcript_id=f"call{n}", partial=any(g.partial), joined=len(parts) > 1,
-                attributes={"type": "gene_call", "partial5": partial5}))
+                attributes={"type": "gene_call", "partial5": partial5,
+                            "partial3": partial3}))
         return cls(dict(features), fasta, table)
 
     # ---- queries -----------------------------------------------------------------------------
@@ -393,6 +395,7 @@ def _transcripts(contig: str, feats: list[Feature], table: int = 11,
         out.append(_Transcript(contig, f.strand, list(f.parts), _first_phase(f),
                                introns.get(tid, []) if tid else [],
                                partial5=bool(f.attributes.get("partial5", False)),
+                               partial3=bool(f.attributes.get("partial3", False)),
                                table=_feature_table(f, table)))
     for f in feats:
         if f.kind == "intron" and _is_truth(f) and f.transcript_id not in used:
@@ -439,7 +442,7 @@ def _cds_edits(tx: _Transcript, p: int, r: str, a: str):
     found = ["frameshift" if len(coding) % 3 else None]
     if min(coding) < 3 and tx.phase == 0 and not tx.partial5:
         found.append("start_lost")
-    if max(coding) >= total - 3:
+    if max(coding) >= total - 3 and not tx.partial3:
         found.append("stop_lost")
     if len(found) == 1 and found[0] is None:
         found.append("inframe_indel")

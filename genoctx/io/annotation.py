@@ -354,6 +354,7 @@ class _Transcript:
     utrs: list = field(default_factory=list)
     cds: dict = field(default_factory=lambda: defaultdict(list))  # cds id -> [(s, e, phase)]
     stops: list = field(default_factory=list)                    # GTF stop_codon rows
+    cds_ends: dict = field(default_factory=dict)  # cds id -> partial [left, right, unplaced]
     pseudo: bool = False
     partial: bool = False
     ordered: list | None = None          # exon parts already in transcription order (GenBank)
@@ -395,8 +396,13 @@ def _cds_features(t: _Transcript, gtf: bool) -> list[Feature]:
         if None in phases:  # a CDS phase of "." (invalid GFF3, but seen): count along the CDS
             phases = None
         joined = len(parts) > 1 and not is_clean_splice(parts, t.strand)
+        left, right, unplaced = t.cds_ends.get(cid, (False, False, False))
+        if unplaced and not (left or right):  # partial=true at no named end: both may be
+            left = right = True
+        ends = _partial_ends(left, right, t.strand)
+        extra = {"attributes": {**t.attributes, **ends}} if ends else {}
         out.append(_feature(t, "CDS", parts, phase=phases[0] if phases else 0, part_phases=phases,
-                            joined=joined or t.joined, transcript_id=cid or t.tid))
+                            joined=joined or t.joined, transcript_id=cid or t.tid, **extra))
     return out
 
 
@@ -458,6 +464,19 @@ def _genbank_location(loc) -> tuple[list[tuple[int, int]], int, bool]:
     return parts, int(strand or 0), partial
 
 
+def _genbank_partial_ends(loc, strand: int) -> dict:
+    """``{"partial5": ..., "partial3": ...}`` of a partial location (parts in transcription
+    order): the 5' end is the first part's start (its end on the minus strand), the 3' end the
+    last part's end (its start)."""
+    from Bio.SeqFeature import ExactPosition
+
+    first, last = loc.parts[0], loc.parts[-1]
+    five = first.end if strand < 0 else first.start
+    three = last.start if strand < 0 else last.end
+    return {"partial5": type(five) is not ExactPosition,
+            "partial3": type(three) is not ExactPosition}
+
+
 def _first(q: dict, key: str) -> str | None:
     v = q.get(key)
     return v[0] if v else None
@@ -501,6 +520,8 @@ def _genbank_record_features(rec) -> list[Feature]:
             feats.append(Feature(kind="gene", **common))
         elif f.type == "CDS":
             tid = _first(q, "protein_id") or gid
+            if partial:  # which ends: '<' / '>' at the first / last part's 5' / 3' end
+                common["attributes"].update(_genbank_partial_ends(f.location, strand))
             cds = Feature(kind="CDS", phase=int(_first(q, "codon_start") or 1) - 1,
                           transcript_id=tid, **common)
             feats.append(cds)
@@ -576,13 +597,33 @@ def _parse_attrs(text: str, gtf: bool) -> dict:
 
 
 def annotation_lengths(path: str | Path) -> dict[str, int]:
-    """Contig lengths an annotation file states: GenBank records, or GFF3 ``##sequence-region``
-    lines (empty when a GFF3/GTF has none)."""
+    """Contig lengths an annotation file states (:func:`stated_sequences`)."""
+    return stated_sequences(path)[0]
+
+
+def stated_sequences(path: str | Path) -> tuple[dict[str, int], set[str]]:
+    """Contig lengths and circular contigs an annotation file states: GenBank LOCUS lines
+    (length and topology; a record need not hold its bases: a CONTIG line instead of ORIGIN
+    gives the length all the same), or GFF3 ``##sequence-region`` lines and ``region`` /
+    ``chromosome`` / ``source`` rows (``Is_circular=true``); empty when a GFF3/GTF states
+    none."""
     path = Path(path)
     fmt = _sniff_format(path)
-    if fmt == "genbank":
-        return {c: len(s) for c, s in read_sequences_genbank(path)}
-    return _gff_rows(path, gtf=fmt == "gtf")[1]
+    if fmt != "genbank":
+        _, lengths, circular = _gff_rows(path, gtf=fmt == "gtf")
+        return lengths, circular
+    from Bio.GenBank.Scanner import GenBankScanner
+
+    lengths, circular = {}, set()
+    with _open_text(path) as fh:
+        try:
+            for rec in GenBankScanner().parse_records(fh, do_features=False):
+                lengths.setdefault(rec.id, len(rec.seq))
+                if rec.annotations.get("topology") == "circular":
+                    circular.add(rec.id)
+        except Exception as exc:  # noqa: BLE001 - Biopython raises ValueError, IndexError, ...
+            raise InputError(f"{path}: not a valid GenBank file ({exc})") from None
+    return lengths, circular
 
 
 def _gff_rows(path: Path, gtf: bool):
@@ -630,6 +671,27 @@ def _is_pseudo_row(row: _Row) -> bool:
 def _is_partial_row(row: _Row) -> bool:
     return (row.attrs.get("partial", "").lower() == "true" or "start_range" in row.attrs
             or "end_range" in row.attrs)
+
+
+def _partial_sides(attrs: dict) -> tuple[bool, bool, bool]:
+    """(left, right, unplaced) partial flags of a GFF3 row, in forward coordinates: NCBI's
+    ``start_range=.,N`` / ``end_range=N,.``, Prodigal's ``partial=LR`` digits, and ``partial=true``
+    without a range (an end not named)."""
+    flag = attrs.get("partial", "").strip()
+    if re.fullmatch(r"[01]{2}", flag):
+        return flag[0] == "1", flag[1] == "1", False
+    left = attrs.get("start_range", "").strip().startswith(".")
+    right = attrs.get("end_range", "").strip().endswith(".")
+    return left, right, flag.lower() == "true" and not (left or right)
+
+
+def _partial_ends(left: bool, right: bool, strand: int) -> dict:
+    """``{"partial5": ..., "partial3": ...}`` (the CDS feature's attributes) from forward-
+    coordinate flags; empty when neither end is partial."""
+    if not (left or right):
+        return {}
+    p5, p3 = (right, left) if strand < 0 else (left, right)
+    return {"partial5": p5, "partial3": p3}
 
 
 def _is_gene_type(t: str) -> bool:
@@ -746,7 +808,13 @@ def _add_part(t: _Transcript, r: _Row, pieces) -> None:
     elif r.type in _UTR_TYPES:
         t.utrs.extend((s, e) for s, e, _ in pieces)
     elif r.type == "CDS":
-        t.cds[r.attrs.get("ID", "")].extend(pieces)
+        cid = r.attrs.get("ID", "")
+        if t.has_row and t.cds:  # under a transcript (not a gene): one CDS, whatever the IDs
+            cid = next(iter(t.cds))
+        t.cds[cid].extend(pieces)
+        ends = t.cds_ends.setdefault(cid, [False, False, False])  # left, right, unplaced
+        left, right, unplaced = _partial_sides(r.attrs)
+        ends[0], ends[1], ends[2] = ends[0] or left, ends[1] or right, ends[2] or unplaced
         if "transl_table" in r.attrs:  # the CDS's own genetic code wins over its gene's
             t.attributes["transl_table"] = r.attrs["transl_table"]
     elif r.type == "stop_codon":

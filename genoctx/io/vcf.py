@@ -98,7 +98,44 @@ def _open_variants(path: str | Path) -> pysam.VariantFile:
     try:
         return pysam.VariantFile(str(path))
     except (ValueError, OSError) as exc:
+        why = header_problem(path)
+        if why:
+            raise InputError(f"{path}: cannot read the VCF header ({why})") from None
+        if _starts_with_bom(path):
+            raise InputError(f"{path} starts with a UTF-8 byte-order mark, which htslib cannot "
+                             "read: remove it (sed -i '1s/^\\xEF\\xBB\\xBF//'; genoctx "
+                             "score-variants reads such a file)") from None
         raise InputError(f"{path}: cannot read the VCF header ({exc})") from None
+
+
+def header_problem(path: Path) -> str | None:
+    """Why htslib cannot read a text VCF's header, in words, where its own message would not
+    say: ``\r\r\n`` line ends (a CRLF file converted once more); else None."""
+    try:
+        with open(path, "rb") as probe:
+            gz = probe.read(2) == b"\x1f\x8b"
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+            first = fh.readline(1 << 16)
+    except (OSError, EOFError):
+        return None
+    if first.endswith(b"\r\r\n"):
+        return _CRCR
+    return None
+
+
+_CRCR = ("its lines end in two carriage returns and a newline (\\r\\r\\n): fix the line "
+         "endings, e.g. with tr -d '\\r'")
+
+
+def _starts_with_bom(path: Path) -> bool:
+    """Whether a text VCF (plain, gzip or bgzip) starts with a UTF-8 byte-order mark."""
+    try:
+        with open(path, "rb") as probe:
+            gz = probe.read(2) == b"\x1f\x8b"
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+            return fh.read(3) == b"\xef\xbb\xbf"
+    except (OSError, EOFError):
+        return False
 
 
 @contextlib.contextmanager
@@ -133,14 +170,16 @@ def _what_is_wrong(path: Path, number: int) -> str | None:
     try:
         with open(path, "rb") as probe:
             gz = probe.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rt", errors="replace") if gz
-              else open(path, errors="replace")) as fh:
-            lines = (ln for ln in fh if not ln.startswith("#"))
-            line = next(itertools.islice(lines, number, None), None)
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:  # lines end at \n only
+            lines = (ln for ln in fh if ln.strip() and not ln.startswith(b"#"))
+            raw = next(itertools.islice(lines, number, None), None)
     except (OSError, EOFError, gzip.BadGzipFile):
         return None
-    if line is None:
+    if raw is None:
         return None
+    line = raw.decode("utf-8", "replace")
+    if line.endswith(("\r\r\n", "\r\r")):
+        return _CRCR
     cols = line.rstrip("\r\n").split("\t")
     if len(cols) < 8:
         return (f"{len(cols)} tab-separated column(s), a VCF record needs at least 8"
@@ -235,8 +274,11 @@ def data_lines(vcf_path: str | Path) -> Iterator[Iterator[str]]:
         yield iter(())
         return
     opener = gzip.open if compression != "none" else open
-    with opener(vcf_path, "rt", encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        yield (ln.rstrip("\r\n") for ln in fh if ln.strip() and not ln.startswith("#"))
+    # lines end at \n only, as htslib reads them: a lone \r inside a line (a stray carriage
+    # return in a text value) is part of it; a CRLF line end is dropped with the \n
+    with opener(vcf_path, "rb") as fh:
+        lines = (ln.rstrip(b"\r\n").decode("utf-8", "surrogateescape") for ln in fh)
+        yield (ln for ln in lines if ln.strip() and not ln.lstrip("\ufeff").startswith("#"))
 
 
 def record_text(rec, raw: Iterator[str]) -> str:
@@ -244,6 +286,9 @@ def record_text(rec, raw: Iterator[str]) -> str:
     (:func:`data_lines`, read in step with the records) when it is this record's, else
     htslib's text (BCF input)."""
     line = next(raw, None)
-    if line is None or not line.startswith(f"{rec.chrom}\t{rec.pos}\t"):
+    cols = line.split("\t", 5) if line is not None else []
+    # the line must be this record's: CHROM, POS, REF and ALT as htslib read them
+    if len(cols) < 5 or (cols[0], cols[1], cols[3], cols[4]) != (
+            rec.chrom, str(rec.pos), rec.ref, ",".join(rec.alts or ".")):
         line = str(rec).rstrip("\n")
     return line

@@ -556,3 +556,168 @@ def test_model_none_gives_the_same_consequences_without_dll(cli, tmp_path, pcp1,
     assert list(recs[-1].filter) == ["GCX_REF_MISMATCH"]
     conseqs = {c for r in recs[:-1] for c in r.info["GCX_CONSEQ"]}
     assert conseqs & {"missense", "synonymous"} and "noncoding" in conseqs
+
+
+# ----------------------------------------------------------------------------- audit fixes
+
+def _plain_vcf(path: Path, rows: list[str], contigs: dict[str, int] | None = None) -> Path:
+    head = ["##fileformat=VCFv4.2"] + [f"##contig=<ID={c},length={n}>"
+                                       for c, n in (contigs or {}).items()]
+    path.write_text("\n".join(head + ["#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO"] + rows)
+                    + "\n")
+    return path
+
+
+def test_an_annotation_of_another_assembly_is_warned(cli, tmp_path, pcp1, example_genbank):
+    """A GenBank record of 9,609 bp against a reference with one base inserted (9,610 bp) read
+    its genes one base off (the start codon ATG at 88-90 read missense, not start_lost), with
+    no word; so did a GFF3 whose ##sequence-region says another length. Both are warned, as
+    the VCF header's ##contig lengths are; so is a GenBank sequence of the same length that
+    differs from the reference's."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    shifted = tmp_path / "shifted.fa"
+    shifted.write_text(f">{contig}\nA{seq}\n")
+    vcf = _plain_vcf(tmp_path / "s.vcf", [f"{contig}\t88\t.\t{seq[86]}\tC\t.\t.\t."])
+    code, _, err = cli(["score-variants", vcf, "-R", shifted, "-a", example_genbank,
+                        "--model", "none", "-q"])
+    assert code == 0, err
+    assert (f"warning: the annotation {example_genbank.name} says {contig} is 9,609 bp, the "
+            "reference 9,610 bp") in err
+    gff = tmp_path / "g.gff3"
+    gff.write_text(f"##gff-version 3\n##sequence-region {contig} 1 9500\n"
+                   f"{contig}\tx\tgene\t87\t1109\t.\t+\t.\tID=g\n"
+                   f"{contig}\tx\tCDS\t87\t1109\t.\t+\t0\tID=c;Parent=g\n")
+    code, _, err = cli(["score-variants", vcf, "-R", pcp1, "-a", gff, "--model", "none", "-q"])
+    assert code == 0, err
+    assert f"says {contig} is 9,500 bp, the reference 9,609 bp" in err
+    edited = tmp_path / "edited.fa"  # same length, one base changed
+    edited.write_text(f">{contig}\n{seq[:5000]}{other(seq[5000])}{seq[5001:]}\n")
+    for ref, warned in ((pcp1, False), (edited, True)):
+        code, _, err = cli(["score-variants", vcf, "-R", ref, "-a", example_genbank,
+                            "--model", "none", "-q"])
+        assert code == 0, err
+        assert "warning" not in err if not warned else \
+            f"the sequence of {contig} in the annotation {example_genbank.name} differs from " \
+            "the reference's at 1 base(s)" in err
+
+
+def test_variants_on_contigs_the_annotation_does_not_cover_are_counted(cli, tmp_path, pcp1,
+                                                                      example_genbank):
+    """Variants on a reference contig the annotation has nothing for got GCX_CONSEQ=noncoding
+    silently: a warning names the contig and its count, and the summary counts them."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    two = tmp_path / "two.fa"
+    two.write_text(f">{contig}\n{seq}\n>copy\n{seq}\n")
+    rows = [f"{c}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t."
+            for c in (contig, "copy") for p in (100, 300)]
+    vcf = _plain_vcf(tmp_path / "v.vcf", rows)
+    code, out, err = cli(["score-variants", vcf, "-R", two, "-a", example_genbank,
+                          "--model", "none"])
+    assert code == 0, err
+    assert (f"warning: 2 variant(s) lie on contig(s) that the annotation "
+            f"{example_genbank.name} does not cover: copy (2)") in err
+    assert "2 on contigs without annotation" in err
+    info = [r[7] for r in _records(out)]
+    assert all("GCX_CONSEQ=noncoding" in x for x in info[2:])
+    code, _, err = cli(["score-variants", _plain_vcf(tmp_path / "w.vcf", rows[:2]), "-R", two,
+                        "-a", example_genbank, "--model", "none"])
+    assert code == 0 and "does not cover" not in err and "without annotation" not in err
+
+
+def test_file_names_are_escaped_in_the_header(cli, tmp_path, pcp1, example_genbank):
+    """A reference named 'ref,v2 "x".fa' or an annotation 'genes "v2".gb' broke the header
+    (htslib: could not parse the header line; the GCX_* INFO lines were dropped)."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    ref = tmp_path / 'ref,v2 "x".fa'
+    ref.write_bytes(pcp1.read_bytes())
+    ann = tmp_path / 'genes "v2\\1".gb'
+    ann.write_bytes(example_genbank.read_bytes())
+    row = f"{contig}\t200\t.\t{seq[199]}\t{other(seq[199])}\t.\t.\t."
+    vcf = _plain_vcf(tmp_path / "v.vcf", [row])
+    out = tmp_path / "o.vcf.gz"
+    code, _, err = cli(["score-variants", vcf, "-R", ref, "-a", ann, "--model", "none",
+                        "-o", out, "-q"])
+    assert code == 0, err
+    with pysam.VariantFile(str(out)) as vf:
+        assert {"GCX_CLASS", "GCX_CONSEQ"} <= set(vf.header.info)
+        assert 'genes \\"v2\\\\1\\".gb' in vf.header.info["GCX_CONSEQ"].description
+        prov = next(r for r in vf.header.records if r.key == "genoctx_score_variants")
+        assert dict(prov.items())["Reference"] == '"ref,v2 \\"x\\".fa"'
+        assert [len(r.info["GCX_CONSEQ"]) for r in vf] == [1]
+
+
+def _many_rows_vcf(tmp_path, pcp1) -> tuple[str, list[str]]:
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    rows = [f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t." for p in range(10, 400)]
+    return _plain_vcf(tmp_path / "p.vcf", rows).read_text(), rows
+
+
+def test_a_utf8_byte_order_mark_is_read_past(cli, tmp_path, pcp1):
+    text, rows = _many_rows_vcf(tmp_path, pcp1)
+    bom = tmp_path / "bom.vcf"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    code, out, err = cli(["score-variants", bom, "-R", pcp1, "--model", "none", "-q"])
+    assert code == 0, err
+    assert len(_records(out)) == len(rows) and out.startswith("##fileformat=VCFv4.2\n")
+
+
+def test_a_truncated_gzip_vcf_error_names_the_users_file(cli, tmp_path, pcp1):
+    import gzip
+
+    text, _ = _many_rows_vcf(tmp_path, pcp1)
+    cut = tmp_path / "cut.vcf.gz"
+    cut.write_bytes(gzip.compress(text[:len(text) - 500].encode()))  # ends mid-record
+    code, _, err = cli(["score-variants", cut, "-R", pcp1, "--model", "none", "-q"])
+    assert code == 2 and err.startswith(f"genoctx: error: {cut}: record ")
+    assert "genoctx-vcf-" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_crcrlf_line_ends_are_named(cli, tmp_path, pcp1):
+    text, _ = _many_rows_vcf(tmp_path, pcp1)
+    crcr = tmp_path / "crcr.vcf"
+    crcr.write_bytes(text.replace("\n", "\r\r\n").encode())
+    code, _, err = cli(["score-variants", crcr, "-R", pcp1, "--model", "none", "-q"])
+    assert code == 2 and "carriage returns" in err and "column(s)" not in err
+
+
+def test_stray_carriage_return_keeps_records_on_their_lines(cli, tmp_path, pcp1):
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    rows = [f"{contig}\t205\ta\t{seq[204]}\t{other(seq[204])}\t.\t.\tNOTE=fi\rrst"] + [
+        f"{contig}\t300\t{n}\t{seq[299]}\t{other(seq[299], k)}\t.\t.\tNOTE={n}"
+        for k, n in enumerate(("b", "c", "d"))]
+    path = tmp_path / "cr.vcf"
+    path.write_text('##fileformat=VCFv4.2\n##INFO=<ID=NOTE,Number=1,Type=String,Description="x">'
+                    "\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "\n".join(rows) + "\n",
+                    newline="")
+    code, out, err = cli(["score-variants", path, "-R", pcp1, "--model", "none", "-q"])
+    assert code == 0, err
+    got = [ln for ln in out.split("\n") if ln and not ln.startswith("#")]
+    assert [ln.split("\t")[2] for ln in got] == ["a", "b", "c", "d"]
+    assert [ln.split("\t")[7].split(";")[0] for ln in got] == \
+        ["NOTE=fi\rrst", "NOTE=b", "NOTE=c", "NOTE=d"]
+
+
+@pytest.mark.parametrize("name", ["out.vcf.gz", "OUT.VCF.GZ"])
+def test_stale_csi_is_removed_and_upper_case_gz_is_bgzipped(cli, tmp_path, pcp1, name):
+    """A .csi left by an earlier run was kept beside an unsorted new output (htslib then read
+    it for the new file); -o OUT.VCF.GZ was written as plain text."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    rows = [f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t." for p in (500, 100)]
+    vcf = _plain_vcf(tmp_path / "u.vcf", rows)
+    for sort in (False, True):
+        out = tmp_path / name
+        Path(f"{out}.csi").write_bytes(b"stale index")
+        code, _, err = cli(["score-variants", vcf if not sort else _plain_vcf(
+            tmp_path / "s.vcf", rows[::-1]), "-R", pcp1, "--model", "none", "-q", "-o", out])
+        assert code == 0, err
+        assert out.read_bytes()[:4] == b"\x1f\x8b\x08\x04"  # bgzip, not plain text
+        assert not Path(f"{out}.csi").exists()
+        assert Path(f"{out}.tbi").is_file() == sort
+        with pysam.VariantFile(str(out)) as vf:
+            assert len(list(vf)) == 2

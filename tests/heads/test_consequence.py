@@ -356,3 +356,119 @@ def test_real_spliced_genes(data_root):
             for s, e in introns:
                 base = fa.fetch("Chr1", s, s + 1).decode()
                 assert gm.consequence("Chr1", s, base, "A" if base != "A" else "C") == "splice"
+
+
+def _rcor_gff(data_root, tmp_path, unique_ids: bool):
+    """rcor-1 (Y74C9A.4a.1, minus strand) from the real C. elegans GFF3: its CDS rows share
+    ``ID=CDS:Y74C9A.4a`` as shipped, or each gets its own ID (as some GFF3 writers do)."""
+    import gzip
+
+    rows, n = [], 0
+    with gzip.open(data_root / "genomes" / "eukaryote_chunks" / "C.elegans.gff.gz", "rt") as fh:
+        for line in fh:
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) != 9 or cols[1] != "WormBase" or not any(
+                    p == "Transcript:Y74C9A.4a.1" for kv in cols[8].split(";")
+                    if kv.startswith(("ID=", "Parent=")) for p in kv.split("=", 1)[1].split(",")):
+                continue
+            if unique_ids and cols[2] == "CDS":
+                n += 1
+                cols[8] = ";".join(f"ID=cds{n}" if kv.startswith("ID=") else kv
+                                   for kv in cols[8].split(";"))
+            rows.append("\t".join(cols))
+    path = tmp_path / f"rcor_{'uniq' if unique_ids else 'shared'}.gff3"
+    path.write_text("##gff-version 3\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("unique_ids", [False, True])
+def test_cds_rows_with_their_own_ids_under_one_mrna_are_one_cds(data_root, tmp_path, unique_ids):
+    """Each CDS row of an mRNA with an ID of its own was read as a CDS of its own (one exon
+    each): a stop gained in exon 4 read as missense, a splice-region base as missense and a
+    missense in the first exon as start_lost."""
+    features = read_features(_rcor_gff(data_root, tmp_path, unique_ids))
+    cds = [f for f in features["I"] if f.kind == "CDS"]
+    assert len(cds) == 1 and len(cds[0].parts) == 12 and not cds[0].joined
+    with FastaFile(data_root / "genomes" / "eukaryote_chunks" / "C.elegans.fa.gz") as fa:
+        gm = GeneModel.from_features(features, fa)
+        assert [gm.consequence("I", p - 1, r, a) for p, r, a in
+                ((20272, "C", "A"), (20963, "G", "A"), (24844, "A", "C"))] == \
+            ["nonsense", "splice_region", "missense"]
+
+
+def _partial_pcp1(pcp1, tmp_path, fmt: str, strand: int):
+    """pPCP1's first CDS (87..1109, +) cut to a 5'-partial CDS starting at its TTG codon at
+    198 (an internal Leu codon), as GFF3 (NCBI ranges) or GenBank (``<198..1109``); on the
+    minus strand its mirror (a reverse-complemented copy of the sequence)."""
+    fa, _ = pcp1
+    contig = fa.contigs[0]
+    seq = fa.fetch(contig).decode()
+    n = len(seq)
+    assert seq[197:200] == "TTG"
+    lo, hi = 198, 1109
+    if strand < 0:
+        seq, lo, hi = revcomp(seq), n - 1109 + 1, n - 198 + 1
+    ref = tmp_path / f"p{strand}.fa"
+    ref.write_text(f">{contig}\n{seq}\n")
+    if fmt == "gff3":
+        ends = "start_range=.,198" if strand > 0 else f"end_range={hi},."
+        path = tmp_path / f"p{strand}.gff3"
+        path.write_text(
+            f"##gff-version 3\n##sequence-region {contig} 1 {n}\n"
+            f"{contig}\tRefSeq\tgene\t{lo}\t{hi}\t.\t{'+' if strand > 0 else '-'}\t.\t"
+            f"ID=gene-p1;partial=true;{ends}\n"
+            f"{contig}\tRefSeq\tCDS\t{lo}\t{hi}\t.\t{'+' if strand > 0 else '-'}\t0\t"
+            f"ID=cds-p1;Parent=gene-p1;partial=true;{ends}\n")
+    else:
+        loc = f"<{lo}..{hi}" if strand > 0 else f"complement({lo}..>{hi})"
+        body = "".join(f"{i + 1:>9} {seq[i:i + 60].lower()}\n" for i in range(0, n, 60))
+        path = tmp_path / f"p{strand}.gb"
+        path.write_text(
+            f"LOCUS       {contig.split('.')[0]:<16}{n:>12} bp    DNA     circular BCT "
+            "21-JUL-2008\n"
+            f"ACCESSION   {contig.split('.')[0]}\nVERSION     {contig}\n"
+            "FEATURES             Location/Qualifiers\n"
+            f"     source          1..{n}\n"
+            f"     CDS             {loc}\n"
+            '                     /locus_tag="p1"\n                     /codon_start=1\n'
+            "ORIGIN\n" + body + "//\n")
+    return ref, path, (lo - 1 if strand > 0 else hi - 1)
+
+
+@pytest.mark.parametrize("fmt", ["gff3", "genbank"])
+@pytest.mark.parametrize("strand", [1, -1])
+def test_a_5_prime_partial_cds_has_no_start_codon_to_lose(pcp1, tmp_path, fmt, strand):
+    """A CDS the annotation marks 5'-partial (GFF3 start_range/end_range, GenBank '<'/'>')
+    starts with a codon that is not a start: TTG → CTG there is synonymous (Leu), not
+    start_lost; the flags reach the CDS feature as partial5/partial3 along its strand."""
+    ref, path, first = _partial_pcp1(pcp1, tmp_path, fmt, strand)
+    contig = pcp1[0].contigs[0]
+    features = read_features(path)
+    cds = next(f for f in features[contig] if f.kind == "CDS")
+    assert (cds.attributes["partial5"], cds.attributes["partial3"]) == (True, False)
+    with FastaFile(ref) as fa:
+        gm = GeneModel.from_features(features, fa)
+        base = fa.fetch(contig, first, first + 1).decode()
+        alt = revcomp("C") if strand < 0 else "C"
+        assert base == ("T" if strand > 0 else "A")
+        assert gm.consequence(contig, first, base, alt) == "synonymous"
+
+
+def test_a_3_prime_partial_cds_has_no_stop_codon_to_lose(pcp1):
+    """A deletion across the 3' end of a 3'-partial CDS (no stop codon annotated) is an
+    in-frame indel, not stop_lost; the same deletion at a complete CDS's stop codon is."""
+    import dataclasses
+
+    fa, features = pcp1
+    contig = fa.contigs[0]
+    cds = next(f for f in features[contig] if f.kind == "CDS" and f.strand > 0)
+    s, e = cds.parts[0]
+    k = next(k for k in range(30, 90, 3)  # a deletion that cannot slide along a repeat
+             if fa.fetch(contig, e - k - 3, e - k - 2) != fa.fetch(contig, e - k + 1, e - k + 2))
+    cut = dataclasses.replace(cds, end=e - k, parts=[(s, e - k)],
+                              attributes={**cds.attributes, "partial5": False, "partial3": True})
+    for feature, want in ((cds, "stop_lost"), (cut, "inframe_indel")):
+        gm = GeneModel.from_features({contig: [feature]}, fa)
+        end = feature.parts[0][1]
+        ref = fa.fetch(contig, end - 4, end + 2).decode()  # deletes 3 coding bases and one after
+        assert gm.consequence(contig, end - 4, ref, ref[0] + ref[-1]) == want

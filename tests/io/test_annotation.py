@@ -489,3 +489,50 @@ def test_cds_phase_dot_is_counted_along_the_cds(tmp_path):
     b = label_tracks(read_features(given), {"c": 60})["c"].cds_phase_plus
     np.testing.assert_array_equal(a, b)
     assert a[0] == 0 and a[40] == 1
+
+
+# ----------------------------------------------------------------------------- CDS grouping
+
+def test_cds_rows_under_a_transcript_are_one_cds_whatever_their_ids(tmp_path):
+    """Under an mRNA (a parent that is not a gene) the CDS rows are the exons of one CDS, with
+    a shared ID, their own IDs or none; under a gene (NCBI, Prokka, Bakta, genoctx: gene → CDS)
+    each CDS ID is a CDS of its own, as before."""
+    rows = ["c\tx\tgene\t1\t1000\t.\t+\t.\tID=g1",
+            "c\tx\tmRNA\t1\t1000\t.\t+\t.\tID=t1;Parent=g1",
+            "c\tx\tCDS\t101\t200\t.\t+\t0\tID=cds1;Parent=t1",
+            "c\tx\tCDS\t301\t400\t.\t+\t2\tID=cds2;Parent=t1",
+            "c\tx\tCDS\t501\t600\t.\t+\t1\tParent=t1",
+            "c\tx\tgene\t2001\t3000\t.\t-\t.\tID=g2",
+            "c\tx\tCDS\t2001\t2300\t.\t-\t0\tID=cdsA;Parent=g2",
+            "c\tx\tCDS\t2601\t3000\t.\t-\t0\tID=cdsB;Parent=g2"]
+    path = tmp_path / "a.gff3"
+    path.write_text("##gff-version 3\n" + "\n".join(rows) + "\n")
+    cds = [f for f in read_features(path)["c"] if f.kind == "CDS"]
+    spliced = [f for f in cds if f.strand > 0]
+    assert len(spliced) == 1
+    assert spliced[0].parts == [(100, 200), (300, 400), (500, 600)]
+    assert spliced[0].part_phases == [0, 2, 1] and not spliced[0].joined
+    assert spliced[0].transcript_id == "cds1"
+    assert sorted((f.transcript_id, tuple(f.parts)) for f in cds if f.strand < 0) == \
+        [("cdsA", ((2000, 2300),)), ("cdsB", ((2600, 3000),))]
+
+
+@pytest.mark.parametrize("attrs, strand, want", [
+    ("partial=true;start_range=.,101", "+", (True, False)),
+    ("partial=true;end_range=400,.", "+", (False, True)),
+    ("partial=true;start_range=.,101", "-", (False, True)),
+    ("partial=true;end_range=400,.", "-", (True, False)),
+    ("partial=10", "-", (False, True)),          # Prodigal: left, right digits
+    ("partial=true", "+", (True, True)),         # no end named: either may be
+    ("locus_tag=x", "+", None),
+])
+def test_partial_ends_of_a_gff3_cds_follow_its_strand(tmp_path, attrs, strand, want):
+    path = tmp_path / "p.gff3"
+    path.write_text("##gff-version 3\n"
+                    f"c\tx\tgene\t101\t400\t.\t{strand}\t.\tID=g;{attrs}\n"
+                    f"c\tx\tCDS\t101\t400\t.\t{strand}\t0\tID=cds;Parent=g;{attrs}\n")
+    cds = next(f for f in read_features(path)["c"] if f.kind == "CDS")
+    got = (cds.attributes.get("partial5"), cds.attributes.get("partial3"))
+    assert got == (want or (None, None))
+    if not attrs.startswith("partial=1"):  # Prodigal's digits are not read as `partial` here
+        assert cds.partial == (want is not None)

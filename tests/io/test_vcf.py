@@ -156,3 +156,43 @@ def test_a_bad_record_of_a_bgzipped_vcf_is_explained_too(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         list(iter_variants(tmp_path / "none.vcf"))
+
+
+def test_data_lines_end_at_newlines_only_and_records_check_ref_and_alt(tmp_path):
+    """A stray carriage return inside a line (a text value) is part of that line, as htslib
+    reads it; CRLF line ends are dropped. Each record gets its own line back, and a line
+    that is not its record's (same CHROM and POS, other REF or ALT) is not written for it."""
+    from genoctx.io.vcf import data_lines, record_text
+
+    head = ("##fileformat=VCFv4.2\n##contig=<ID=c,length=500>\n"
+            '##INFO=<ID=NOTE,Number=1,Type=String,Description="x">\n'
+            "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n")
+    rows = ["c\t205\ta\tC\tT\t.\t.\tNOTE=fi\rrst", "c\t300\tb\tC\tA\t.\t.\tNOTE=second",
+            "c\t300\tc\tC\tG\t.\t.\tNOTE=third", "c\t300\td\tC\tT\t.\t.\tNOTE=fourth"]
+    for name, end in (("lf.vcf", "\n"), ("crlf.vcf", "\r\n")):
+        path = tmp_path / name
+        path.write_bytes((head + end.join(rows) + end).replace("\n", end).encode()
+                         .replace(b"\r\r\n", b"\r\n"))
+        with pysam.VariantFile(str(path)) as vf, data_lines(path) as raw:
+            got = [record_text(rec, raw) for rec in vf]
+        assert got == rows, name
+    with pysam.VariantFile(str(path)) as vf:
+        recs = list(vf)
+    # a line of the same CHROM and POS but another ALT is not record c's: htslib's text then
+    assert record_text(recs[2], iter([rows[1]])).split("\t")[:5] == ["c", "300", "c", "C", "G"]
+    assert record_text(recs[2], iter([rows[2]])) == rows[2]
+
+
+def test_crcrlf_line_ends_are_named(tmp_path):
+    """``\\r\\r\\n`` line ends (a CRLF file converted once more) were reported as "1
+    tab-separated column(s)": name the line endings."""
+    path = tmp_path / "crcr.vcf"
+    text = ("##fileformat=VCFv4.2\n##contig=<ID=c,length=500>\n"
+            '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+            "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\n"
+            "c\t10\t.\tA\tG\t.\t.\t.\tGT\t0/1\n")
+    path.write_bytes(text.replace("\n", "\r\r\n").encode())
+    with pytest.raises(InputError) as err:
+        list(iter_variants(path))
+    assert "record 1 is malformed" in str(err.value)
+    assert "carriage returns" in str(err.value) and "column(s)" not in str(err.value)
