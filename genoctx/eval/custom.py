@@ -27,60 +27,12 @@ from genoctx.eval.harness import BenchContext, BenchResult, Row, savefig
 from genoctx.eval.metrics import binary_scores, coding_mask, gene_metrics
 from genoctx.io.annotation import (
     annotation_format,
-    annotation_lengths,
     is_clean_splice,
     label_tracks,
     read_features,
     read_genes,
+    stated_sequences,
 )
-
-
-def truth_sequences(truth: Path) -> tuple[dict[str, int], set[str]]:
-    """Contig lengths and circular contigs that the truth states: GenBank LOCUS lines (a record
-    need not hold its bases: a CONTIG line instead of ORIGIN gives the length all the same), or
-    GFF3 ``##sequence-region`` and ``region`` rows (``Is_circular=true``); empty when a GFF3 or
-    GTF states none."""
-    if annotation_format(truth) == "genbank":
-        return _genbank_sequences(truth)
-    return annotation_lengths(truth), gff_circular(truth)
-
-
-def _genbank_sequences(path: Path) -> tuple[dict[str, int], set[str]]:
-    from Bio.GenBank.Scanner import GenBankScanner
-
-    from genoctx.io.fasta import open_text
-
-    lengths, circular = {}, set()
-    with open_text(path) as fh:
-        try:
-            for rec in GenBankScanner().parse_records(fh, do_features=False):
-                lengths.setdefault(rec.id, len(rec.seq))
-                if rec.annotations.get("topology") == "circular":
-                    circular.add(rec.id)
-        except Exception as exc:  # Biopython raises ValueError, IndexError, ...
-            raise InputError(f"{path}: not a valid GenBank file ({exc})") from exc
-    return lengths, circular
-
-
-def gff_circular(path: Path) -> set[str]:
-    """Contigs a GFF3 marks circular: a ``region`` row with ``Is_circular=true`` (NCBI's,
-    Bakta's and ``genoctx annotate --circular``'s GFF3)."""
-    from urllib.parse import unquote
-
-    from genoctx.io.fasta import open_text
-
-    out = set()
-    with open_text(path) as fh:
-        for line in fh:
-            if line.startswith("##FASTA"):
-                break
-            if "Is_circular" not in line or line.startswith("#"):
-                continue
-            col = line.rstrip("\r\n").split("\t")
-            if (len(col) == 9 and col[2] in ("region", "chromosome", "source")
-                    and re.search(r"(^|;)\s*Is_circular=true\s*(;|$)", col[8], re.IGNORECASE)):
-                out.add(unquote(col[0]))
-    return out
 
 
 def per_base(pred: list, truth_path: Path, lengths: dict[str, int]) -> dict:
@@ -226,14 +178,6 @@ def _wraps(parts: list[tuple[int, int]], strand: int) -> bool:
     return any((b[0] < a[0]) if strand > 0 else (b[1] > a[1]) for a, b in pairwise(parts))
 
 
-def _prediction_format(path: Path) -> str:
-    """``annotation_format``, with a GFF3 named so under xz or bzip2 (``read_gff3_genes``
-    reads those)."""
-    if re.search(r"\.gff3?\.(xz|bz2)$", path.name, re.IGNORECASE):
-        return "gff3"
-    return annotation_format(path)
-
-
 def read_predictions(path: Path) -> tuple[list, int]:
     """Predicted CDS of a GFF3, GTF or GenBank file as GeneCalls (pseudo and joined CDS left
     out, as in the truth), and how many GenBank CDS were left out for crossing the origin
@@ -242,7 +186,7 @@ def read_predictions(path: Path) -> tuple[list, int]:
     from genoctx.heads.decoder import GeneCall
     from genoctx.io.writers import read_gff3_genes
 
-    if _prediction_format(path) == "gff3":
+    if annotation_format(path) == "gff3":
         def kept(g) -> bool:  # the truth's rules (genoctx.io.annotation.read_genes)
             attrs = g.attrs or {}
             if str(attrs.get("pseudo", "")).lower() == "true":
@@ -272,12 +216,12 @@ def predictions_job(predictions: Path, truth: Path, fasta: Path | None = None,
         true = read_genes(truth_path)
         if not true:
             raise InputError(f"{truth_path} has no CDS to score against")
-        lengths, circular = truth_sequences(truth_path)
+        lengths, circular = stated_sequences(truth_path)
         truth_names = {g.contig for g in true} | set(lengths)
         aliases = contig_aliases({g.contig for g in calls}, truth_names)
         calls = _renamed(calls, aliases)
-        if _prediction_format(pred_path) == "gff3":  # genoctx annotate --circular marks them
-            circular |= {aliases.get(c, c) for c in gff_circular(pred_path)}
+        if annotation_format(pred_path) == "gff3":  # genoctx annotate --circular marks them
+            circular |= {aliases.get(c, c) for c in stated_sequences(pred_path)[1]}
         if fasta is not None:
             from genoctx.io.fasta import FastaFile
 

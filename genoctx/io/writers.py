@@ -819,11 +819,12 @@ def _partial_of(a: dict, strand: int) -> tuple[bool, bool]:
 def read_gff3_genes(path: str | Path) -> list:
     """CDS features of a GFF3 file (any tool) as GeneCalls, one per coding sequence.
 
-    CDS rows are grouped as the truth reader (:mod:`genoctx.io.annotation`) groups them: by
-    their ``Parent`` transcript (a protein parent, as TAIR10 adds, does not count) and, under
-    it, by ``ID``; rows with an ID and no Parent by the ID; a row with neither is a gene of its
-    own. So the rows of a spliced CDS are one gene whether they carry a shared ID (NCBI,
-    Ensembl, genoctx) or only ``Parent=`` (TAIR10, FlyBase); a CDS row shared by several
+    CDS rows are grouped as the truth reader (:mod:`genoctx.io.annotation`) groups them: the
+    rows under one transcript row (mRNA, ...) are one CDS whatever their IDs; under a gene row
+    (bacterial gene → CDS) or a Parent with no row, by ``ID`` (a protein parent, as TAIR10
+    adds, does not count); rows with an ID and no Parent by the ID; a row with neither is a
+    gene of its own. So the rows of a spliced CDS are one gene whether they carry a shared ID
+    (NCBI, Ensembl, genoctx), one ID each, or only ``Parent=`` (TAIR10, FlyBase); a CDS row shared by several
     isoforms belongs to each, and isoforms with the same CDS parts give one call. A CDS under a
     pseudogene (an ancestor whose type or biotype says pseudo, or ``pseudo=true``), or itself
     so marked, gets ``attrs["pseudo"] = "true"``. Plain, gzip, xz or bzip2. Score is column 6 as
@@ -918,6 +919,14 @@ def _read_gff3_cds(fh, path: Path) -> tuple[list, dict]:
     return cds, rows_by_id
 
 
+def _is_transcript(row: tuple | None) -> bool:
+    """Whether a parent row (``rows_by_id``'s value) is a transcript: a row whose type is not
+    a gene's (:func:`genoctx.io.annotation._is_gene_type`)."""
+    from genoctx.io.annotation import _is_gene_type
+
+    return row is not None and not _is_gene_type(row[0])
+
+
 def _ancestor_pseudo(rid: str | None, rows_by_id: dict) -> bool:
     """Whether row ``rid`` or one of its ancestors (first Parent up) is a pseudogene."""
     seen = set()
@@ -936,8 +945,10 @@ def _group_cds(cds: list, rows_by_id: dict) -> list[dict]:
     groups: dict = {}
     for contig, lo, hi, strand, score, a, parents, pseudo, n in cds:
         tx = [p for p in parents if rows_by_id.get(p, ("",))[0] not in _PROTEIN_TYPES]
-        keys = [(contig, p, a.get("ID", "")) for p in tx] or [(contig, None, a.get("ID")
-                                                                  or f"line{n}")]
+        # under a transcript row (not a gene): one CDS whatever the rows' IDs, as the truth
+        # reader takes it; under a gene (bacterial gene → CDS) or no row, by ID
+        keys = [(contig, p, "" if _is_transcript(rows_by_id.get(p)) else a.get("ID", ""))
+                for p in tx] or [(contig, None, a.get("ID") or f"line{n}")]
         for key in keys:
             g = groups.get(key)
             if g is None:
