@@ -492,7 +492,7 @@ class _BgzfReader:
             raise ValueError("short .gzi")
         self._compressed = [0] + pairs[:, 0].tolist()
         self._uncompressed = [0] + pairs[:, 1].tolist()
-        self._fh = open(path, "rb")
+        self._fh = open(path, "rb")  # noqa: SIM115 - closed by __exit__
         self._cached: tuple[int, bytes, int] = (-1, b"", 0)  # (offset, its block, next offset)
 
     def __enter__(self) -> _BgzfReader:
