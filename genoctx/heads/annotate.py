@@ -360,7 +360,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 procedure=procedure, workers=max(1, workers - 1), closed=closed, circular=ring)
         prefetched = bool(records)
 
-        def read():  # (index, name, ids, circular) of each target, its sequence kept
+        def read():  # ((index, name), ids, circular) of each target, its sequence kept
             for i, (t, name) in enumerate(zip(targets, names)):
                 if prefetched:
                     seq = records[i][1]
