@@ -347,15 +347,25 @@ def _append_csv(path: Path, row: dict) -> None:
 
 
 def _truncate_csv(path: Path, step: int) -> float:
-    """Drop logged rows after ``step``; returns the elapsed seconds of the last row kept."""
+    """Drop logged rows after ``step``; returns the elapsed seconds of the last row kept. The
+    file is replaced whole (:func:`genoctx.io.atomic.atomic_open`): a run stopped while it is
+    rewritten keeps its loss log as it was, and another process reading it sees either."""
+    from genoctx.io.atomic import atomic_open
+
     if not path.exists():
         return 0.0
-    with open(path) as fh:
-        rows = [r for r in csv.DictReader(fh) if int(r["step"]) <= step]
-    path.unlink()
-    for r in rows:
-        _append_csv(path, r)
-    return float(rows[-1]["elapsed_s"]) if rows else 0.0
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = [r for r in reader if int(r["step"]) <= step]
+        fields = reader.fieldnames or []
+    if not rows:
+        path.unlink()
+        return 0.0
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    return float(rows[-1]["elapsed_s"])
 
 
 def command_line() -> str:

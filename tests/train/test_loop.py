@@ -255,3 +255,37 @@ def test_sigterm_stops_a_training_run_as_ctrl_c_does(tmp_path, data_root):
     assert proc.returncode == 143, err[-2000:]
     assert "training stopped at step" in err and err.rstrip().endswith("genoctx: stopped (SIGTERM)")
     assert (run / "loss.png").stat().st_size > 0 and not (run / "run.json").exists()
+
+
+def test_a_resume_rewrites_the_loss_log_whole_or_not_at_all(tmp_path, monkeypatch):
+    """Resuming drops the rows logged after the saved step. The log was deleted and written
+    again row by row: a run stopped in between (Ctrl-C, a scheduler's kill) lost its loss log,
+    and another process reading it could see it missing or half written."""
+    import csv
+
+    from genoctx.train import loop
+
+    log = tmp_path / "loss.csv"
+    rows = [{"step": s, "lr": "1.000e-03", "elapsed_s": f"{s / 10:.1f}", "loss": f"{3 - s / 100:.5f}"}
+            for s in range(10, 110, 10)]
+    for r in rows:
+        loop._append_csv(log, r)
+    before = log.read_text()
+    real_open = open
+
+    def failing_open(path, mode="r", *a, **k):  # the rewrite is stopped part-way
+        fh = real_open(path, mode, *a, **k)
+        if "w" in mode or "a" in mode:
+            fh.write("step,lr")
+            raise KeyboardInterrupt
+        return fh
+
+    monkeypatch.setattr("builtins.open", failing_open)
+    with pytest.raises(KeyboardInterrupt):
+        loop._truncate_csv(log, 50)
+    monkeypatch.undo()
+    assert log.read_text() == before and len(list(tmp_path.iterdir())) == 1  # no stray copy
+    assert loop._truncate_csv(log, 50) == 5.0
+    with open(log, newline="") as fh:
+        assert [int(r["step"]) for r in csv.DictReader(fh)] == [10, 20, 30, 40, 50]
+    assert loop._truncate_csv(log, 5) == 0.0 and not log.exists()
