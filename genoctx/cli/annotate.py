@@ -39,7 +39,7 @@ EPILOG = """Examples:
 
 
 def annotate(
-    input: Path = typer.Argument(..., help="FASTA (plain, gzip or bgzip; many records), or "
+    input: Path = typer.Argument(..., help="FASTA (plain, gzip, bgzip, xz or bzip2; many records), or "
                                  "GenBank/EMBL (their sequences); - reads standard input."),
     region: list[str] | None = typer.Option(None, "--region", "-r",
                                             help="Region chr:start-end (1-based, inclusive); repeatable."),

@@ -248,7 +248,7 @@ def _check_paths(input: Path, out: Path, kind: Kind, reference: Path | None) -> 
 
 
 def tokenize(
-    input: Path = typer.Argument(..., help="FASTA (plain, gzip, bgzip, xz); a BAM/CRAM with "
+    input: Path = typer.Argument(..., help="FASTA (plain, gzip, bgzip, xz, bzip2); a BAM/CRAM with "
                                  "--kind pileup."),
     out: Path = typer.Option(..., "--out", "-o", help="Output .npz file (written atomically)."),
     region: list[str] = typer.Option(None, "--region", "-r", help="Region, 1-based inclusive "
