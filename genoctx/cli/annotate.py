@@ -39,8 +39,9 @@ EPILOG = """Examples:
 
 
 def annotate(
-    input: Path = typer.Argument(..., help="FASTA (plain, gzip, bgzip, xz or bzip2; many records), or "
-                                 "GenBank/EMBL (their sequences); - reads standard input."),
+    input: Path = typer.Argument(..., help="FASTA (plain, gzip, bgzip, xz or bzip2; many "
+                                 "records), or GenBank/EMBL (their sequences); - reads standard "
+                                 "input."),
     region: list[str] | None = typer.Option(None, "--region", "-r",
                                             help="Region chr:start-end (1-based, inclusive); repeatable."),
     regions: Path | None = typer.Option(None, "--regions", help="BED file of regions."),
