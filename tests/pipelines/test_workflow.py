@@ -195,6 +195,45 @@ def test_split_vcf_keeps_each_record_as_written(tmp_path):
             == rows
 
 
+def test_split_vcf_reads_plain_gzip(tmp_path):
+    """A VCF compressed with plain gzip (not bgzip), which htslib cannot open for records
+    ("seek not implemented"), is split as its decompressed text is."""
+    import gzip
+
+    split = _script("split_vcf").split
+    records = [f"c1\t{10 + i}\t.\tA\tG\t.\t.\t.\n" for i in range(7)]
+    vcf = tmp_path / "in.vcf.gz"
+    vcf.write_bytes(gzip.compress((VCF_HEAD + "".join(records)).encode()))
+    parts = split(vcf, tmp_path / "chunks", 5)
+    assert [ln + "\n" for p in parts for ln in p.read_text().splitlines()
+            if not ln.startswith("#")] == records
+    assert len(parts) == 2 and parts[1].read_text().startswith(VCF_HEAD.splitlines()[0])
+
+
+def test_read_support_reads_cram_and_sam(tmp_path, data_root):
+    """samtools' ex1 reads as CRAM (decoded against ex1.fa, indexed as .crai) and as SAM (sorted
+    into a BAM) give the depths of the BAM."""
+    rs = _script("read_support")
+    ex1 = data_root / "reads" / "ex1"
+    sam, cram = tmp_path / "ex1.sam", tmp_path / "ex1.cram"
+    pysam.view("-h", "-o", str(sam), str(ex1 / "ex1.bam"), catch_stdout=False)
+    pysam.view("-C", "-T", str(ex1 / "ex1.fa"), "-o", str(cram), str(ex1 / "ex1.bam"),
+               catch_stdout=False)
+    gff3 = tmp_path / "g.gff3"
+    gff3.write_text("##gff-version 3\n##sequence-region chr1 1 1575\n"
+                    "chr1\tgenoctx\tgene\t101\t400\t0.9\t-\t.\tID=g1\n"
+                    "chr1\tgenoctx\tCDS\t101\t400\t0.9\t-\t0\tID=cds_g1;Parent=g1\n")
+    depths = {}
+    for src in (ex1 / "ex1.bam", cram, sam):
+        staged = rs.stage_alignment(src, tmp_path / f"staged_{src.suffix[1:]}")
+        index = {".bam": ".bai", ".cram": ".crai"}[staged.suffix]
+        assert Path(f"{staged}{index}").is_file()
+        ref = ex1 / "ex1.fa" if staged.suffix == ".cram" else None
+        depths[src.suffix] = rs.gene_depths(staged, gff3, ref)
+    assert depths[".bam"][0]["mean_depth"] and float(depths[".bam"][0]["mean_depth"]) > 0
+    assert depths[".cram"] == depths[".sam"] == depths[".bam"]
+
+
 def test_split_vcf_refuses_unsorted_input(tmp_path):
     mod = _script("split_vcf")
     vcf = tmp_path / "in.vcf"
@@ -527,9 +566,10 @@ def test_report_has_one_row_per_sample(results):
 
 @pytest.mark.slow
 def test_scoring_without_an_annotation_reads_declared_circles_whole(workdir, data_root, tmp_path):
-    """With ``score.annotation: none`` the workflow predicts genes for the consequences itself:
-    a sample whose circles are "declared" passes --circular-declared to score-variants, so
-    the opened plasmid (circular=true header) is read whole, as its annotation is."""
+    """With ``score.annotation: none`` the workflow predicts genes for the consequences itself
+    (rule score_genes): a sample whose circles are "declared" passes --circular-declared to
+    that genoctx annotate, so the opened plasmid (circular=true header) is read whole, as its
+    annotation is, and the gene across its origin gives the variants at both ends theirs."""
     wf = tmp_path / "wf"
     shutil.copytree(workdir.parent, wf, ignore=shutil.ignore_patterns(
         "results", "logs", ".snakemake"))
@@ -554,8 +594,169 @@ def test_scoring_without_an_annotation_reads_declared_circles_whole(workdir, dat
     with pysam.VariantFile(str(test_dir / "results" / "score" / "ring.vcf.gz")) as vf:
         said = vf.header.info["GCX_CONSEQ"].description
         got = [(r.pos, r.info["GCX_CONSEQ"]) for r in vf]
-    assert f"circular sequences read whole: {name}" in said
+    assert "from the annotation genes.gff3" in said
+    genes = (test_dir / "results" / "score" / "ring" / "genes.gff3").read_text()
+    assert f"\tregion\t1\t{len(seq)}\t" in genes and "Is_circular=true" in genes
     assert [p for p, _ in got] == [1, 2, len(seq)] and all(c[0] != "noncoding" for _, c in got)
+
+
+def test_sample_sheet_without_samples_fails_before_running(workdir, data_root, tmp_path):
+    """A sheet of only its header line would write an empty report over the last one."""
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text("sample\tfasta\tvcf\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}"], workdir, data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "names no sample (only its header line)" in out, out[-2000:]
+
+
+def test_embl_truth_fails_before_running(workdir, data_root, tmp_path):
+    """genoctx eval does not read EMBL: an EMBL truth is refused with the sheet, not after the
+    annotation."""
+    from Bio import SeqIO
+
+    sheet = tmp_path / "samples.tsv"
+    embl = tmp_path / "pPCP1.embl"
+    SeqIO.convert(str(data_root / "examples" / "Yersinia_pestis_pPCP1_NC_005816.gb"), "genbank",
+                  str(embl), "embl")
+    sheet.write_text("sample\tfasta\ttruth\n"
+                     f"a\texamples/Yersinia_pestis_pPCP1_NC_005816.fna\t{embl}\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "--config",
+                               f"samples={sheet}"], workdir, data_root)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "sample files of the wrong kind" in out, out[-2000:]
+    assert "a truth: " in out and "is EMBL, not GenBank, GFF3 or GTF; convert it" in out
+
+
+def _copy_workflow(workdir: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the .test folder (and the workflow beside it), without results."""
+    wf = tmp_path / "wf"
+    shutil.copytree(workdir.parent, wf, ignore=shutil.ignore_patterns(
+        "results", "logs", ".snakemake"))
+    return wf / ".test"
+
+
+@pytest.mark.slow
+def test_cram_and_sam_reads_give_read_support(workdir, data_root, tmp_path):
+    """The bam column takes CRAM (decoded against the sample's FASTA) and SAM (sorted into a
+    BAM) as the README says: samtools' ex1 reads in both give the depths of the BAM."""
+    test_dir = _copy_workflow(workdir, tmp_path)
+    ex1 = data_root / "reads" / "ex1"
+    res_dir = test_dir / "resources"
+    pysam.view("-h", "-o", str(res_dir / "ex1.sam"), str(ex1 / "ex1.bam"), catch_stdout=False)
+    pysam.view("-C", "-T", str(ex1 / "ex1.fa"), "-o", str(res_dir / "ex1.cram"),
+               str(ex1 / "ex1.bam"), catch_stdout=False)
+    (test_dir / "config" / "reads.tsv").write_text(
+        "sample\tfasta\tbam\n" + "".join(f"{n}\treads/ex1/ex1.fa\t{b}\n" for n, b in (
+            ("bam", "reads/ex1/ex1.bam"), ("cram", "resources/ex1.cram"),
+            ("sam", "resources/ex1.sam"))))
+    targets = [f"results/evaluate/{n}/read_support.tsv" for n in ("bam", "cram", "sam")]
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2",
+                               "--config", "samples=config/reads.tsv", "model=none", "--",
+                               *targets], test_dir, data_root)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    tables = [(test_dir / t).read_text() for t in targets]
+    assert len(tables[0].splitlines()) > 1 and tables[1] == tables[0] and tables[2] == tables[0]
+
+
+@pytest.mark.slow
+def test_a_failing_shell_rule_prints_genoctx_error_on_the_console(workdir, data_root, tmp_path):
+    """A shell rule's output goes to its log, but the error's line (genoctx: error: ...) reaches
+    the console too, and the run fails: device cuda on a machine without CUDA."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: device cuda does not fail here")
+    test_dir = _copy_workflow(workdir, tmp_path)
+    (test_dir / "config" / "one.tsv").write_text(
+        "sample\tfasta\npPCP1\texamples/Yersinia_pestis_pPCP1_NC_005816.fna\n")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "1",
+                               "--config", "samples=config/one.tsv", "device=cuda", "--",
+                               "results/annotate/pPCP1.gff3"], test_dir, data_root)
+    assert res.returncode != 0
+    line = "genoctx: error: --device cuda was asked for, but no CUDA device is available"
+    assert line in res.stderr, res.stderr[-3000:]
+    assert line in (test_dir / "logs" / "annotate" / "pPCP1" / "0000.log").read_text()
+
+
+def test_config_decides_the_gpus_and_slurm_partition_of_a_job(workdir, data_root, tmp_path):
+    """annotate.gpu / score.gpu set a GPU job's gpu resource and its slurm_partition
+    (slurm.gpu_partition when it asks for GPUs, else slurm.cpu_partition); the Slurm profile
+    overrides neither. Checked on the dry run's resources of annotate_shard (after its
+    checkpoint), and through the profile where snakemake-executor-plugin-slurm is installed."""
+    import yaml
+
+    profile = yaml.safe_load((PIPELINE / "profiles" / "slurm" / "config.yaml").read_text())
+    assert "slurm_partition" not in profile["default-resources"]
+    assert not any({"gpu", "slurm_partition"} & set(r) for r in profile["set-resources"].values())
+    test_dir = _copy_workflow(workdir, tmp_path)
+    (test_dir / "config" / "one.tsv").write_text(
+        "sample\tfasta\npPCP1\texamples/Yersinia_pestis_pPCP1_NC_005816.fna\n")
+    base = _snakemake() + ["--snakefile", "../workflow/Snakefile", "--configfile",
+                           "config/config.yaml", "--config", "samples=config/one.tsv"]
+    res = _run(base + ["--cores", "1", "--", "results/annotate/pPCP1/shards"], test_dir,
+               data_root)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    try:
+        import snakemake_executor_plugin_slurm  # noqa: F401
+        profiles = [[], ["--profile", str(test_dir.parent / "profiles" / "slurm")]]
+    except ImportError:
+        profiles = [[]]
+    for gpus, partition in ((0, "cpu_x"), (1, "gpu_x")):
+        (test_dir / "config" / "gpu.yaml").write_text(
+            f"annotate:\n  gpu: {gpus}\nslurm:\n  cpu_partition: cpu_x\n"
+            "  gpu_partition: gpu_x\n")
+        for extra in profiles:
+            res = _run(base[:5] + ["config/gpu.yaml"] + base[5:] + extra
+                       + ["-n", "--", "results/annotate/pPCP1.gff3"], test_dir, data_root)
+            out = res.stdout + res.stderr
+            assert res.returncode == 0, out[-3000:]
+            job = out.split("rule annotate_shard:")[1].split("\n\n")[0]
+            assert f"gpu={gpus}," in job and f"slurm_partition={partition}" in job, job
+
+
+HINF = "genomes/bacteria/Haemophilus_influenzae_Rd_KW20.gbff.gz"
+# SNVs at the first base of CDS that genoctx annotate --model none calls on the first 400 kb of
+# H. influenzae Rd KW20: genes predicted around one variant (40 kb, under 150 kb: from the
+# pre-trained bank) or around six (self-trained) start in different places there
+HINF_SNVS = (1214, 11881, 165924, 229425, 294525, 369588)
+
+
+@pytest.mark.slow
+def test_scoring_without_an_annotation_is_the_same_for_every_chunking(workdir, data_root,
+                                                                      tmp_path):
+    """score.annotation: none predicts the genes once on the sample's whole sequence, so
+    GCX_CLASS and GCX_CONSEQ do not depend on score.chunk_records (1 or 6 records a chunk)."""
+    from genoctx.io.annotation import read_sequences
+
+    test_dir = _copy_workflow(workdir, tmp_path)
+    ((_, seq),) = read_sequences(data_root / HINF)
+    seq = seq[:400_000].decode()
+    (test_dir / "resources" / "hinf.fa").write_text(f">hinf\n{seq}\n")
+    alt = {"A": "C", "C": "G", "G": "T", "T": "A"}
+    (test_dir / "resources" / "hinf.vcf").write_text(
+        f"##fileformat=VCFv4.2\n##contig=<ID=hinf,length={len(seq)}>\n"
+        "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+        + "".join(f"hinf\t{p}\t.\t{seq[p - 1]}\t{alt[seq[p - 1]]}\t.\t.\t.\n"
+                  for p in HINF_SNVS))
+    (test_dir / "config" / "hinf.tsv").write_text(
+        "sample\tfasta\tvcf\nhinf\tresources/hinf.fa\tresources/hinf.vcf\n")
+    got = []
+    for records in (1, 6):
+        (test_dir / "config" / "none.yaml").write_text(
+            f"score:\n  annotation: none\n  chunk_records: {records}\n  context: 256\n")
+        res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2",
+                                   "--configfile", "config/config.yaml", "config/none.yaml",
+                                   "--config", "samples=config/hinf.tsv", "--",
+                                   "results/score/hinf.vcf.gz"], test_dir, data_root)
+        assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+        with pysam.VariantFile(str(test_dir / "results" / "score" / "hinf.vcf.gz")) as vf:
+            got.append([(r.pos, r.info["GCX_CLASS"], r.info["GCX_CONSEQ"]) for r in vf])
+        chunks = len(list((test_dir / "results" / "score" / "hinf" / "chunks").glob("*.vcf")))
+        assert chunks == len(HINF_SNVS) // records
+        shutil.rmtree(test_dir / "results" / "score")
+    assert [p for p, *_ in got[0]] == list(HINF_SNVS)
+    assert got[0] == got[1]
 
 
 def test_a_failing_script_names_its_error_on_the_console_and_logs_the_traceback(tmp_path,

@@ -18,6 +18,7 @@ checkpoint plan_shards:
     resources:
         mem_mb=1000,
         runtime=10,
+        slurm_partition=slurm_partition(0),
     conda:
         "../envs/genoctx.yaml"
     script:
@@ -55,8 +56,10 @@ rule annotate_shard:
         mem_mb=config["annotate"]["mem_mb"],
         runtime=config["annotate"]["runtime"],
         gpu=config["annotate"]["gpu"],
+        slurm_partition=slurm_partition(config["annotate"]["gpu"]),
     conda:
         "../envs/genoctx.yaml"
+    # on failure genoctx's error line goes to the console too; the log holds the rest
     shell:
         "OMP_NUM_THREADS={threads} genoctx annotate {input.fasta:q} --regions {input.regions:q}"
         " --out {params.prefix:q} --formats {params.formats} --model {params.model:q}"
@@ -64,7 +67,7 @@ rule annotate_shard:
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
         " --procedure {params.procedure} --translation-table {params.translation_table}"
         "{params.orf_scorer} --min-score {params.min_score} --threads {threads}{params.closed}"
-        " > {log:q} 2>&1"
+        " > {log:q} 2>&1 || {{ s=$?; grep '^genoctx: error' {log:q} >&2 || true; exit $s; }}"
 
 
 rule merge_annotation:
@@ -85,6 +88,7 @@ rule merge_annotation:
     resources:
         mem_mb=2000,
         runtime=30,
+        slurm_partition=slurm_partition(0),
     conda:
         "../envs/genoctx.yaml"
     script:

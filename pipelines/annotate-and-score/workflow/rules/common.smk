@@ -34,6 +34,9 @@ def read_sample_sheet(path):
         if column not in sheet.columns:
             sheet[column] = ""
     sheet = sheet.apply(lambda col: col.str.strip())
+    if sheet.empty:  # a run would write an empty report over the last one
+        raise WorkflowError(f"{path} names no sample (only its header line); add a row per "
+                            "genome")
     return sheet.set_index("sample", drop=False)
 
 
@@ -86,9 +89,13 @@ def circular_flag(sample):
         circular_mode(sample)]
 
 
-# what each sample-sheet column must hold (genoctx.io.fasta.sniff_format's names)
+# what each sample-sheet column must hold (genoctx.io.fasta.sniff_format's names); GFF covers
+# GFF3 and GTF. genoctx eval reads no EMBL truth.
 KINDS = {"fasta": ("fasta",), "bam": ("bam", "cram", "sam"), "vcf": ("vcf", "bcf"),
-         "truth": ("genbank", "gff", "embl")}
+         "truth": ("genbank", "gff")}
+# what to do with a file of another kind, where there is a fix
+HINTS = {("truth", "embl"): "; convert it to GenBank (e.g. Bio.SeqIO.convert(path, 'embl', "
+                            "out, 'genbank'))"}
 
 
 def _wrong_format(sample, column, value):
@@ -104,8 +111,10 @@ def _wrong_format(sample, column, value):
         return f"{sample} {column}: {exc}"
     if fmt in KINDS[column]:
         return None
-    want = " or ".join(FORMAT_NAMES[k] for k in KINDS[column])
-    return f"{sample} {column}: {path} is {FORMAT_NAMES[fmt]}, not {want}"
+    want = ("GenBank, GFF3 or GTF" if column == "truth"
+            else " or ".join(FORMAT_NAMES[k] for k in KINDS[column]))
+    return (f"{sample} {column}: {path} is {FORMAT_NAMES[fmt]}, not {want}"
+            + HINTS.get((column, fmt), ""))
 
 
 def check_samples(sheet):
@@ -219,10 +228,20 @@ def scored_chunks(wc):
 
 
 def score_annotation(wc):
-    """The sample's merged GFF3 when consequences come from the predicted annotation."""
+    """The GFF3 every chunk of a sample's VCF takes its consequences from: the merged
+    annotation ('predicted'), or the genes predicted from the sequence alone on the whole
+    genome ('none', rule score_genes), the same for every chunking."""
     if config["score"]["annotation"] == "predicted":
         return f"results/annotate/{wc.sample}.gff3"
-    return []
+    return f"results/score/{wc.sample}/genes.gff3"
+
+
+def slurm_partition(gpus):
+    """The Slurm partition of a job that asks for ``gpus`` GPUs (the resource slurm_partition
+    of snakemake-executor-plugin-slurm; local runs ignore it): slurm.gpu_partition when it asks
+    for any, else slurm.cpu_partition ('' leaves the choice to the plugin and the cluster)."""
+    slurm = config.get("slurm", {})
+    return slurm.get("gpu_partition", "gpu") if gpus > 0 else slurm.get("cpu_partition", "cpu")
 
 
 def report_samples():

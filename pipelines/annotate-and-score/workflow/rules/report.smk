@@ -15,6 +15,7 @@ rule report:
     resources:
         mem_mb=2000,
         runtime=10,
+        slurm_partition=slurm_partition(0),
     conda:
         "../envs/genoctx.yaml"
     script:

@@ -3,12 +3,18 @@
 Chunks are plain-text VCFs ``0000.vcf``, ``0001.vcf`` ... each with the full header, in input
 order, so that concatenating the scored chunks in order gives back the input order. The input
 must be sorted by position within contiguous contigs (what tabix needs to index the result);
-an unsorted file is refused here, before any scoring, with the fix in the message.
+an unsorted file is refused here, before any scoring, with the fix in the message. Plain gzip
+(not bgzip), which htslib reads but cannot open for records (it rewinds past the header), is
+decompressed into a temporary file first, as ``genoctx score-variants`` does.
 """
 
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
 
+import contextlib
+import gzip
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -42,6 +48,25 @@ def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] = ()) -> Iterator[str]:
         yield record_text(rec, raw) + "\n"
 
 
+@contextlib.contextmanager
+def readable(vcf: str | Path) -> Iterator[Path]:
+    """``vcf`` as a file htslib can open: a plain-gzip VCF decompressed into a temporary file,
+    any other file as it is."""
+    from genoctx.io.fasta import sniff_format
+
+    if sniff_format(Path(vcf))[1] != "gzip":
+        yield Path(vcf)
+        return
+    with tempfile.TemporaryDirectory(prefix="split_vcf-") as tmp:
+        plain = Path(tmp) / "input.vcf"
+        try:
+            with gzip.open(vcf, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{vcf}: cannot decompress ({exc})") from None
+        yield plain
+
+
 def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
     """Write the chunks of ``vcf`` into ``folder``; returns their paths (one header-only chunk
     when the VCF has no records)."""
@@ -57,7 +82,8 @@ def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
     n = 0
     old = pysam.set_verbosity(0)
     try:
-        with pysam.VariantFile(str(vcf)) as vf, data_lines(vcf) as raw:
+        with readable(vcf) as path, pysam.VariantFile(str(path)) as vf, \
+                data_lines(path) as raw:
             header = str(vf.header)
             lines = sorted_lines(vf, vcf, raw)
             while batch := list(islice(lines, records)):
