@@ -126,7 +126,7 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
     from safetensors.torch import load_file
 
     from genoctx.errors import InputError
-    from genoctx.io.dataroot import sha256_file
+    from genoctx.io.digest import verify_digest_file
     from genoctx.model import checkpoint
     from genoctx.model.model import GenoCtxModel
 
@@ -136,11 +136,9 @@ def load_annotation_model(path_or_name="embedded", *, device="cpu", backend="aut
     if not wpath.is_file() or not cpath.is_file():
         raise InputError(f"{directory} has no annotation head ({HEAD_WEIGHTS}, {HEAD_CONFIG}); "
                          "train one with `genoctx train --recipe annotation`")
-    digest_file = directory / (HEAD_WEIGHTS + ".sha256")
-    expected = digest_file.read_text().split()[0] if digest_file.is_file() else None
-    if expected is None or sha256_file(wpath) != expected:
-        raise InputError(f"{wpath} does not match its sha256 file; the checkpoint is corrupt or "
-                         "was modified")
+    # read afresh every time (no cached digest), and an empty or missing .sha256 is one line
+    verify_digest_file(wpath, "the annotation head's weights",
+                       "use the checkpoint as `genoctx train` wrote it, or train it again")
     try:
         head = AnnotationHead(AnnotationHeadConfig(**json.loads(cpath.read_text())))
         head.load_state_dict(load_file(str(wpath)))

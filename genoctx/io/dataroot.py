@@ -15,11 +15,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from genoctx.errors import DataRoleError, InputError
 
 ENV_VAR = "GENOCTX_DATA_ROOT"
 TRAINABLE_ROLES = frozenset({"train", "pretrain-only"})
 HELD_OUT_ROLES = frozenset({"validation", "benchmark"})
+# roles whose sequence files training records are compared with (require_unseen): the held-out
+# ones, and test data kept for benchmarks (the C. elegans reads' reference holds the validation
+# chunk's chromosome I)
+COMPARED_ROLES = HELD_OUT_ROLES | {"test/bench"}
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,12 @@ def _load_manifest(manifest_path: str) -> dict[str, ManifestEntry]:
                                  "a whole number") from None
             e = ManifestEntry(
                 path=row["path"], bytes=size, sha256=(row["sha256"] or "").lower(),
-                role=row["role"] or "", license=row.get("license") or "",
+                role=(row["role"] or "").strip().lower(), license=row.get("license") or "",
                 source=row.get("source") or "",
             )
+            if e.path in entries:  # a second row would decide the file's role by its order
+                raise InputError(f"{manifest_path}, line {line}: {e.path} is listed a second "
+                                 "time; a file has one row (one role)")
             entries[e.path] = e
     return entries
 
@@ -199,21 +208,106 @@ def _is_sequence_file(rel: str) -> bool:
     return name.endswith(_SEQUENCE_FILE)
 
 
-@functools.lru_cache(maxsize=4)
-def _held_out_digests(root: str) -> dict[str, tuple[str, str]]:
-    """``{sequence digest: (path, role)}`` of every record of the manifest's held-out sequence
-    files present under ``root`` (read once per process)."""
-    out: dict[str, tuple[str, str]] = {}
+# Near copies: the same genome with a few changes (SNPs, trimmed, rotated, cut into pieces,
+# joined to another) keeps the held-out record's 32-mers nearly everywhere, while another
+# species, or a strain a few percent apart, loses most of them. Each training record's 32-mers
+# are sampled (one per 1,000 bases of a long record, more densely in a short one) and looked up
+# among every 32-mer of the held-out sequence files (either strand); a run of
+# NEAR_COPY_SAMPLES consecutive samples (100 kb of a long record), or all of a shorter record's,
+# at least NEAR_COPY_SHARE of them found, is refused.
+KMER = 32
+NEAR_COPY_SAMPLES = 100
+NEAR_COPY_SHARE = 0.9
+_NEAR_COPY_MIN_SAMPLES = 10  # fewer valid samples than this say nothing
+_BASE_CODE = np.full(256, 4, dtype=np.uint8)
+for _i, _b in enumerate(b"ACGT"):
+    _BASE_CODE[_b] = _BASE_CODE[_b | 0x20] = _i
+_BASE_CODE[ord("U")] = _BASE_CODE[ord("u")] = 3
+
+
+def kmer_codes(seq: bytes, positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical 2-bit codes (uint64, the smaller of the two strands') of the :data:`KMER`-mers
+    of ``seq`` starting at ``positions`` (every start when None), and a mask of those that hold
+    only A/C/G/T (any case; U as T); the codes of the others mean nothing."""
+    code = _BASE_CODE[np.frombuffer(bytes(seq), np.uint8)]
+    n = len(code) - KMER + 1
+    if n <= 0:
+        return np.zeros(0, np.uint64), np.zeros(0, bool)
+    at = None if positions is None else np.asarray(positions, dtype=np.int64)
+    size = n if at is None else len(at)
+
+    def shifted(j: int) -> np.ndarray:  # the base j places into each k-mer
+        return code[j:j + n] if at is None else code[at + j]
+
+    fwd = np.zeros(size, np.uint64)
+    rev = np.zeros(size, np.uint64)
+    two = np.uint64(2)
+    for j in range(KMER):
+        fwd <<= two
+        fwd |= shifted(j) & 3
+        rev <<= two
+        rev |= 3 - (shifted(KMER - 1 - j) & 3)
+    bad = np.concatenate([[0], np.cumsum(code == 4)])
+    ok = (bad[KMER:KMER + n] == bad[:n]) if at is None else (bad[at + KMER] == bad[at])
+    np.minimum(fwd, rev, out=fwd)
+    return fwd, ok
+
+
+@functools.lru_cache(maxsize=2)
+def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], np.ndarray, np.ndarray,
+                                        list[tuple[str, str]]]:
+    """What :func:`require_unseen` compares with, from every record of the manifest's sequence
+    files of :data:`COMPARED_ROLES` under ``root`` (read once per process; one missing is an
+    error): ``{sequence digest: (path,
+    role)}``, the sorted canonical 32-mer codes of all of them with the index of the file each
+    came from, and the files' ``(path, role)``."""
+    from genoctx.io.annotation import read_sequences
+
+    digests: dict[str, tuple[str, str]] = {}
+    codes, owners, files = [], [], []
     for e in sorted(load_manifest(root).values(), key=lambda e: e.path):
         path = Path(root) / e.path
-        if e.role not in HELD_OUT_ROLES or not _is_sequence_file(e.path) or not path.is_file():
+        if e.role not in COMPARED_ROLES or not _is_sequence_file(e.path):
             continue
-        from genoctx.io.annotation import read_sequences
-
-        for _, seq in read_sequences(path, unique=False):
+        if not path.is_file():  # what is not there cannot be compared: no training without it
+            raise DataRoleError(f"{e.path} (role '{e.role}' in the data manifest) is missing "
+                                f"under {root}; training compares every record with the "
+                                "held-out sequences, so the data root must hold them all")
+        records = read_sequences(path, unique=False)
+        for _, seq in records:
             if len(seq) >= UNSEEN_MIN_BASES:
-                out.setdefault(sequence_digest(seq), (e.path, e.role))
-    return out
+                digests.setdefault(sequence_digest(seq), (e.path, e.role))
+        c, ok = kmer_codes(b"N".join(seq for _, seq in records))  # no k-mer across records
+        codes.append(c[ok])
+        owners.append(np.full(int(ok.sum()), len(files), dtype=np.int32))
+        files.append((e.path, e.role))
+    code = np.concatenate(codes) if codes else np.zeros(0, np.uint64)
+    owner = np.concatenate(owners) if owners else np.zeros(0, np.int32)
+    order = np.argsort(code, kind="stable")
+    return digests, code[order], owner[order], files
+
+
+def _near_copy(seq: bytes, code: np.ndarray, owner: np.ndarray) -> tuple[float, int, int] | None:
+    """``(share, start, file index)`` of the densest run of sampled 32-mers of ``seq`` found in
+    the held-out codes, when it reaches :data:`NEAR_COPY_SHARE`; else None."""
+    if not len(code):
+        return None
+    step = max(KMER, min(1_000, len(seq) // NEAR_COPY_SAMPLES))
+    at = np.arange(0, max(0, len(seq) - KMER + 1), step)
+    sample, ok = kmer_codes(seq, at)
+    sample, at = sample[ok], at[ok]
+    if len(sample) < _NEAR_COPY_MIN_SAMPLES:
+        return None
+    i = np.minimum(np.searchsorted(code, sample), len(code) - 1)
+    found = code[i] == sample
+    w = min(NEAR_COPY_SAMPLES, len(sample))
+    run = np.concatenate([[0], np.cumsum(found)])
+    per = run[w:] - run[:-w]
+    best = int(np.argmax(per))
+    if per[best] < NEAR_COPY_SHARE * w:
+        return None
+    hits = owner[i[best:best + w][found[best:best + w]]]
+    return per[best] / w, int(at[best]), int(np.bincount(hits).argmax())
 
 
 def trainable_sequences(path: str | Path, data_root: str | Path | None = None,
@@ -233,9 +327,10 @@ def require_unseen(records, source: str | Path, data_root: str | Path | None = N
     """Refuse training records whose sequence (either strand, any case) is that of a record of
     a held-out file: the same genome under other bytes passes the sha256 check of
     :func:`require_trainable` (a decompressed or recompressed copy, a FASTA made from the
-    GenBank file) but not this one. ``records`` are ``(name, sequence)``; records shorter than
-    :data:`UNSEEN_MIN_BASES` are not compared."""
-    held = _held_out_digests(str(resolve_data_root(data_root).resolve()))
+    GenBank file) but not this one; nor does a near copy (:func:`_near_copy`: a few bases
+    changed, trimmed, cut into pieces or joined to another sequence). ``records`` are ``(name,
+    sequence)``; records shorter than :data:`UNSEEN_MIN_BASES` are not compared."""
+    held, code, owner, files = _held_out_index(str(resolve_data_root(data_root).resolve()))
     for name, seq in records:
         if len(seq) < UNSEEN_MIN_BASES:
             continue
@@ -244,6 +339,14 @@ def require_unseen(records, source: str | Path, data_root: str | Path | None = N
             raise DataRoleError(f"{source}: record {name} has the sequence of a record of "
                                 f"{hit[0]}, which has role '{hit[1]}' in the data manifest; "
                                 "refusing to use it for training")
+        near = _near_copy(seq, code, owner)
+        if near is not None:
+            share, start, k = near
+            raise DataRoleError(
+                f"{source}: record {name} is a near copy of held-out sequence: {share:.0%} of "
+                f"its sampled {KMER}-mers from base {start + 1:,} on are in {files[k][0]}, "
+                f"which has role '{files[k][1]}' in the data manifest (another species or "
+                "strain shares far fewer); refusing to use it for training")
 
 
 def data_file(rel: str, data_root: str | Path | None = None) -> Path:

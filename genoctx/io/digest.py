@@ -24,10 +24,14 @@ def verify_digest_file(path: Path, what: str, remedy: str) -> str:
     want_file = Path(f"{path}.sha256")
     if not path.is_file() or not want_file.is_file():
         raise InputError(f"{path}: {what} (or its .sha256) missing; {remedy}")
-    want = want_file.read_text().split()[0]
-    got = sha256_uncached(path)
+    words = want_file.read_text(errors="replace").split()
+    if not words:
+        raise InputError(f"{want_file} is empty (it should hold {path.name}'s sha256); {remedy}")
+    want = words[0]
+    got = sha256_uncached(path)  # never a cached digest: the file may have changed in place
     if got != want:
-        raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want})")
+        raise InputError(f"{path}: sha256 {got} does not match {want_file.name} ({want}): "
+                         f"it is corrupt or was modified; {remedy}")
     return got
 
 

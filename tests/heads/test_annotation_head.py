@@ -93,6 +93,28 @@ def test_checkpoint_round_trip_and_tamper_check(small_model, tmp_path):
         load_annotation_model(tmp_path / "m")
 
 
+def test_a_head_changed_in_place_is_refused_in_the_same_process(small_model, tmp_path):
+    """The head's digest was looked up in a cache keyed by path, size and mtime: a byte
+    flipped after a first load, keeping both, loaded again. An empty .sha256 was an
+    IndexError traceback."""
+    import os
+
+    backbone, head = small_model
+    save_annotation_model(tmp_path / "m", backbone, head)
+    weights = tmp_path / "m" / "head.safetensors"
+    load_annotation_model(tmp_path / "m")
+    st = weights.stat()
+    raw = bytearray(weights.read_bytes())
+    raw[-1] ^= 1
+    weights.write_bytes(bytes(raw))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(InputError, match="does not match head.safetensors.sha256"):
+        load_annotation_model(tmp_path / "m")
+    (tmp_path / "m" / "head.safetensors.sha256").write_text("")
+    with pytest.raises(InputError, match="head.safetensors.sha256 is empty"):
+        load_annotation_model(tmp_path / "m")
+
+
 def test_stitched_windows_cover_every_base(small_model, example_fasta):
     backbone, head = small_model
     seq = b"".join(example_fasta.read_bytes().split(b"\n")[1:])[:3000]

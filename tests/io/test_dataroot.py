@@ -77,3 +77,29 @@ def test_evaluation_refuses_a_file_holding_another_listed_files_bytes(tmp_path):
     assert ctx.data_file("x/b.fa") == root / "x" / "b.fa"
     with pytest.raises(InputError, match="x/a.fa: its sha256 .* changed or replaced"):
         ctx.data_file("x/a.fa")
+
+
+def test_a_manifest_cannot_relabel_held_out_data(tmp_path):
+    """A second row for a path decided the file's role by its order (the last won: appended
+    as train, a validation genome trained); a role written 'Validation ' was no role at all
+    (neither held out nor trainable, so its sequences were never compared); and a held-out
+    file missing from the root was skipped without a word, so a copy of it trained."""
+    from genoctx.io.dataroot import require_unseen
+
+    genome = b">g\n" + b"ACGGTCATTGCAAGTCCA" * 400 + b"\n"
+    held = _root(tmp_path, HEADER + _row("genomes/g.fa", genome, "validation")
+                 + _row("genomes/g.fa", genome, "train"), {"genomes/g.fa": genome})
+    with pytest.raises(InputError, match="line 3: genomes/g.fa is listed a second time"):
+        load_manifest(held)
+    spaced = tmp_path / "spaced"
+    spaced.mkdir()
+    (spaced / "MANIFEST.tsv").write_text(HEADER + _row("g.fa", genome, "Validation "))
+    (spaced / "g.fa").write_bytes(genome)
+    assert load_manifest(spaced)["g.fa"].role == "validation"
+    with pytest.raises(DataRoleError, match="role 'validation'"):
+        require_unseen([("copy", genome[3:-1].lower())], "mine.fa", spaced)
+    gone = tmp_path / "gone"  # (another root: the held-out sequences are read once per root)
+    gone.mkdir()
+    (gone / "MANIFEST.tsv").write_text(HEADER + _row("g.fa", genome, "validation"))
+    with pytest.raises(DataRoleError, match="g.fa \\(role 'validation' .*\\) is missing"):
+        require_unseen([("other", b"ACGT" * 500)], "mine.fa", gone)
