@@ -186,7 +186,8 @@ def require_trainable(path: str | Path, data_root: str | Path | None = None) -> 
 # ------------------------------------------------------------------- held-out sequences
 
 # held-out files whose sequences are compared with the training records (compression aside)
-_SEQUENCE_FILE = (".gbff", ".gbk", ".gb", ".fa", ".fna", ".fasta", ".fas")
+_FASTA_SUFFIXES = (".fa", ".fna", ".fasta", ".fas")
+_SEQUENCE_FILE = (".gbff", ".gbk", ".gb", *_FASTA_SUFFIXES)
 _COMPRESSION = (".gz", ".bgz", ".xz", ".bz2")
 # records shorter than this are not compared (a short motif may well recur by chance)
 UNSEEN_MIN_BASES = 1_000
@@ -205,7 +206,29 @@ def _is_sequence_file(rel: str) -> bool:
     name = rel.lower()
     for z in _COMPRESSION:
         name = name.removesuffix(z)
-    return name.endswith(_SEQUENCE_FILE)
+    return name.endswith(_SEQUENCE_FILE) or _is_archive(rel)
+
+
+def _is_archive(rel: str) -> bool:
+    return rel.lower().endswith((".tar.gz", ".tgz", ".tar"))
+
+
+def _archive_sequences(path: Path) -> list[tuple[str, bytes]]:
+    """``(name, sequence)`` of every record of the FASTA files inside a tar archive (such as
+    the validation C. elegans small-gene loci: a FASTA and a GFF3 per locus)."""
+    import tarfile
+
+    out = []
+    with tarfile.open(path) as tar:
+        for member in tar:
+            if not (member.isfile() and member.name.lower().endswith(_FASTA_SUFFIXES)):
+                continue
+            text = tar.extractfile(member).read()
+            for block in text.split(b">")[1:]:
+                head, _, body = block.partition(b"\n")
+                out.append((f"{member.name}:{head.split()[0].decode(errors='replace')}",
+                            b"".join(body.split())))
+    return out
 
 
 # Near copies: the same genome with a few changes (SNPs, trimmed, rotated, cut into pieces,
@@ -273,7 +296,8 @@ def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], np.ndarray, 
             raise DataRoleError(f"{e.path} (role '{e.role}' in the data manifest) is missing "
                                 f"under {root}; training compares every record with the "
                                 "held-out sequences, so the data root must hold them all")
-        records = read_sequences(path, unique=False)
+        records = (_archive_sequences(path) if _is_archive(e.path)
+                   else read_sequences(path, unique=False))
         for _, seq in records:
             if len(seq) >= UNSEEN_MIN_BASES:
                 digests.setdefault(sequence_digest(seq), (e.path, e.role))

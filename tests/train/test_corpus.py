@@ -205,3 +205,19 @@ def test_bad_training_options_fail_before_any_work(cli, tmp_path, args, message)
     assert code == 2 and message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_the_small_gene_loci_inside_their_archive_are_held_out(data_root):
+    """The validation C. elegans small-gene loci sit as FASTA files inside a .tar.gz, which the
+    guard did not read: a locus copied into a training file trained."""
+    from pathlib import Path
+
+    from genoctx.io.dataroot import _archive_sequences, require_unseen
+
+    loci = _archive_sequences(Path(data_root) / "genomes/eukaryote_chunks/"
+                              "C.elegans_smallgenes.tar.gz")
+    name, seq = max(loci, key=lambda r: len(r[1]))
+    assert len(loci) == 921 and len(seq) >= 1_000
+    with pytest.raises(DataRoleError, match="C.elegans_smallgenes.tar.gz, which has role "
+                                            "'validation'"):
+        require_unseen([("locus", seq.lower())], "mine.fa", data_root)
