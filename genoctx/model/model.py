@@ -242,13 +242,25 @@ class GenoCtxModel(nn.Module):
         has two or more threads) side by side in two threads, each with half the cores: the
         model's ops are small, and one op split over the cores waits for the slower one. The
         two ways agree up to float rounding.
+
+        Rows of a batch may end in ``<pad>`` (sequences of different lengths): each row's
+        reverse strand is the reverse complement of its bases alone, followed by its padding
+        (not the padding first), so a row's bases embed as they do alone; the padding's own
+        positions hold the pad tokens' states on both halves.
         """
         from genoctx.tokenize.nucleotide import reverse_complement
 
         tokens = self._check_tokens(tokens)
         B, T = tokens.shape
         D = self.config.d_model
+        # bases per row: the row's length before its trailing padding
+        real = (tokens != PAD_ID).long()
+        lens = (T - real.flip(1).argmax(1)).where(real.any(1), torch.zeros_like(real[:, 0]))
+        lens = lens.tolist()
         rc = reverse_complement(tokens, dim=1)
+        for b, n in enumerate(lens):
+            if n < T:  # the row's bases reverse-complemented, then its padding
+                rc[b] = torch.cat([reverse_complement(tokens[b, :n], dim=0), tokens[b, n:]])
         bos = torch.full_like(tokens[:, :1], BOS_ID)
         fwd, rev = torch.cat([bos, tokens], 1), torch.cat([bos, rc], 1)  # [B, T+1] each
         out = torch.empty(B, T, 2 * D, device=self.device)
@@ -257,11 +269,22 @@ class GenoCtxModel(nn.Module):
 
         def put(start: int, h_fwd: torch.Tensor | None, h_rev: torch.Tensor | None) -> None:
             lo, hi = max(start, 1), start + (h_fwd if h_fwd is not None else h_rev).shape[1]
-            if hi > lo:  # hidden position p holds base p - 1
-                if h_fwd is not None:
-                    out[:, lo - 1:hi - 1, :D] = h_fwd[:, lo - start:]
-                if h_rev is not None:  # base T-p on +
-                    out[:, T - hi + 1:T - lo + 1, D:] = h_rev[:, lo - start:].flip(1)
+            if hi <= lo:
+                return
+            if h_fwd is not None:  # hidden position p holds base p - 1
+                out[:, lo - 1:hi - 1, :D] = h_fwd[:, lo - start:]
+            if h_rev is None:
+                return
+            if all(n == T for n in lens):  # no padding: base T - p on +
+                out[:, T - hi + 1:T - lo + 1, D:] = h_rev[:, lo - start:].flip(1)
+                return
+            for b, n in enumerate(lens):
+                a, e = lo, min(hi, n + 1)  # the row's bases: base n - p on +
+                if e > a:
+                    out[b, n - e + 1:n - a + 1, D:] = h_rev[b, a - start:e - start].flip(0)
+                a = max(lo, n + 1)  # its padding: pad p - 1, where it stands
+                if hi > a:
+                    out[b, a - 1:hi - 1, D:] = h_rev[b, a - start:hi - start]
 
         if workers <= 1:
             with torch.inference_mode():

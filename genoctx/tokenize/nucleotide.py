@@ -135,6 +135,9 @@ def reverse_complement(ids: np.ndarray | torch.Tensor, dim: int = -1):
     if _torch_tensor(ids):
         import torch
 
+        if ids.numel() and ids.device.type != "meta" and (
+                int(ids.min()) < 0 or int(ids.max()) >= VOCAB_SIZE):
+            raise ValueError(f"token ids must lie in 0..{VOCAB_SIZE - 1}")
         table = torch.tensor(COMPLEMENT.tolist(), dtype=torch.uint8, device=ids.device)
         return table[ids.flip(dim).long()].to(ids.dtype)
     arr = np.asarray(ids)

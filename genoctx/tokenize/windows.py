@@ -8,7 +8,9 @@ i.e. each overlap is split at its midpoint. A window then only contributes posit
 ``overlap // 2`` tokens from its left edge and ``overlap - overlap // 2`` from its right edge,
 so a model whose output at a position depends on a ±m neighbourhood gives, with
 ``overlap >= 2 * m``, exactly the output of one pass over the whole sequence (the padded tail
-of the last window behaves like the end of the sequence when the model pads with ``<pad>``).
+of the last window behaves like the end of the sequence when the model pads with ``<pad>``;
+``GenoCtxModel.embed`` reads each padded row's reverse strand from its last base, not from
+the padding).
 ``mode="mean"`` averages over all windows that cover a position instead.
 """
 
@@ -133,8 +135,8 @@ class Stitcher:
 
     Example:
         >>> tokens, _ = window_tokens(ids, 4096, 512)
-        >>> out_WTD = model(tokens)                      # [W, 4096, D]
-        >>> out_LD = Stitcher(len(ids), 4096, 512).stitch(out_WTD)   # [len(ids), D]
+        >>> out_WTE = model.embed(tokens)                # [W, 4096, 2D] (per-base embeddings)
+        >>> out_LE = Stitcher(len(ids), 4096, 512).stitch(out_WTE)   # [len(ids), 2D]
 
     Works with numpy arrays and torch tensors; windows may also be added one at a time with
     :meth:`add` and collected with :meth:`result`.

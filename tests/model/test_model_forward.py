@@ -92,6 +92,24 @@ def test_embed_halves_are_the_two_strand_passes():
     torch.testing.assert_close(e, torch.cat([fwd, rev], -1), atol=ATOL, rtol=0)
 
 
+@pytest.mark.parametrize("workers, segment_len", [(1, None), (2, 256)])
+def test_a_padded_batch_embeds_each_row_as_alone(workers, segment_len):
+    """Rows of different lengths padded to one batch: the reverse strand of a padded row was
+    rc(bases + pads) = pads + rc(bases), so it read the padding before the bases (up to 4.3
+    off on the embedded model); each row's bases now embed as they do alone, on both halves."""
+    model = _model()
+    rows = [random_tokens(1, n, seed=n)[0] for n in (700, 300, 513)]
+    batch = torch.zeros(len(rows), 700, dtype=torch.long)  # <pad> is 0
+    for b, r in enumerate(rows):
+        batch[b, :len(r)] = r
+    got = model.embed(batch, segment_len=segment_len, workers=workers)
+    for b, r in enumerate(rows):
+        alone = model.embed(r[None], segment_len=segment_len, workers=workers)[0]
+        torch.testing.assert_close(got[b, :len(r)], alone, atol=ATOL, rtol=0)
+    with pytest.raises(ValueError, match="token ids must lie in 0..8"):
+        reverse_complement(torch.tensor([4, 12]), dim=0)
+
+
 def test_embed_strands_in_two_workers_equal_one_batch():
     """workers=2 runs the strands in two threads: same embeddings up to rounding, the progress
     total of the batched pass, torch's thread count restored, a worker's error raised."""
