@@ -122,7 +122,8 @@ def local_attn_blocked(q, k, v, *, block_size, causal=True, extra_blocks=None, s
                                                _take(k_r, kr).flatten(1, 2)[:, None],
                                                _take(v_r, kr).flatten(1, 2)[:, None],
                                                attn_mask=mask, scale=scale)
-            out.index_copy_(0, r, o[:, 0])  # the groups partition the rows
+            # the groups partition the rows; under autocast SDPA may return another dtype
+            out.index_copy_(0, r, o[:, 0].to(out.dtype))
     return _unrows(out.view(B * H, NB, BS, -1), B, T).to(q.dtype)
 
 

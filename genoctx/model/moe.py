@@ -49,8 +49,12 @@ def _torch_grouped_mm_works(device_type: str, dtype: torch.dtype, d_in: int, d_o
 
 
 def grouped_mm_torch(x_perm: torch.Tensor, w: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """``grouped_mm_reference`` semantics, through ``torch._grouped_mm`` when it works here."""
-    if _torch_grouped_mm_works(x_perm.device.type, x_perm.dtype, w.shape[1], w.shape[2]):
+    """``grouped_mm_reference`` semantics, through ``torch._grouped_mm`` when it works here.
+    Under ``torch.compile`` on the CPU the reference runs: the op's compile-time check takes
+    bf16 alone there, though it runs fp32 eagerly."""
+    compiling_cpu = x_perm.device.type == "cpu" and torch.compiler.is_compiling()
+    if not compiling_cpu and _torch_grouped_mm_works(x_perm.device.type, x_perm.dtype,
+                                                     w.shape[1], w.shape[2]):
         offs = counts.cumsum(0).to(torch.int32)
         return torch._grouped_mm(x_perm.contiguous(), w, offs=offs)
     return grouped_mm_reference(x_perm, w, counts)

@@ -186,3 +186,19 @@ def test_cpu_workers_default_and_devices():
     assert cpu_workers(torch.device("cpu"), 3) == 3
     assert cpu_workers("cpu", 0) == 1
     assert cpu_workers("meta", 3) == 1
+
+
+def test_the_embedded_model_under_autocast_and_torch_compile():
+    """CPU bf16 autocast failed in the local attention (an fp32 buffer given bf16 rows), and
+    torch.compile in the MoE grouped matmul (torch._grouped_mm's compile-time check takes
+    only bf16 on the CPU, though it runs fp32 eagerly)."""
+    model = GenoCtxModel.from_pretrained("embedded")
+    x = torch.randint(4, 8, (1, 512), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = model(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = model(x)
+        compiled = torch.compile(model, backend="aot_eager")(x)  # no C++ toolchain needed
+    assert low.dtype == torch.bfloat16
+    assert ((low.float() - want).norm() / want.norm()) < 0.05
+    torch.testing.assert_close(compiled, want, atol=1e-5, rtol=1e-5)
