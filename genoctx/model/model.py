@@ -112,6 +112,9 @@ class GenoCtxModel(nn.Module):
     def from_pretrained(cls, path_or_name: str | Path = checkpoint.EMBEDDED, *,
                         device: str | torch.device = "cpu", backend: str = "auto") -> GenoCtxModel:
         """Load a checkpoint directory (or ``"embedded"``) after checking its sha256."""
+        if str(device).startswith("cuda") and not torch.cuda.is_available():
+            raise InputError(f"device {device!r} was asked for, but no CUDA device is "
+                             "available here; use device='cpu'")
         config, state, _ = checkpoint.read_checkpoint(path_or_name, device="cpu")
         with torch.device("meta"):
             model = cls(config, backend=backend)
@@ -136,8 +139,12 @@ class GenoCtxModel(nn.Module):
                 moe_ops(self.backend, self.device))
 
     def _check_tokens(self, tokens) -> torch.Tensor:
+        if isinstance(tokens, (str, bytes)):
+            raise TypeError("tokens are token ids [B, T], not a sequence string: encode it with "
+                            "genoctx.tokenize.nucleotide.encode(seq) (and add a batch axis)")
         tokens = torch.as_tensor(tokens, device=self.device)
-        if tokens.ndim != 2 or tokens.dtype.is_floating_point or tokens.numel() == 0:
+        if (tokens.ndim != 2 or tokens.dtype.is_floating_point or tokens.dtype == torch.bool
+                or tokens.numel() == 0):
             raise ValueError(f"tokens must be a non-empty integer tensor [B, T], got "
                              f"{tuple(tokens.shape)} {tokens.dtype}")
         if int(tokens.min()) < 0 or int(tokens.max()) >= self.config.vocab_size:

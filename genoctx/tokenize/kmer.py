@@ -69,8 +69,18 @@ class KmerTokenizer:
         return self.from_base_ids(nt.encode(seq).ravel())
 
     def from_base_ids(self, base_ids: np.ndarray) -> np.ndarray:
-        """Nucleotide token ids ([L], values A..N) → k-mer token ids, as :meth:`encode`."""
-        base_ids = np.asarray(base_ids, dtype=np.uint8)
+        """Nucleotide token ids ([L], values A..N) → k-mer token ids, as :meth:`encode`.
+
+        Raises:
+            ValueError: an id outside A..N (``<pad>``, ``<bos>``, ``<eos>``, ``<mask>``: their
+                low bits would read as bases, a padded window's tail as a run of A).
+        """
+        base_ids = np.asarray(base_ids)
+        if base_ids.size and (base_ids.min() < nt.A or base_ids.max() > nt.N):
+            raise ValueError(f"base ids must lie in {nt.A}..{nt.N} (A, C, G, T, N); special "
+                             "tokens (<pad>, <mask>, ...) have no k-mer: tokenize the bases, "
+                             "then pad the k-mer ids")
+        base_ids = base_ids.astype(np.uint8)
         k, full = self.k, len(base_ids) // self.k
         body = base_ids[:full * k].reshape(full, k)
         code = np.zeros(full, dtype=np.int32)

@@ -166,6 +166,16 @@ def test_input_validation():
         model(torch.zeros(1, 3))
     with pytest.raises(ValueError, match="backend must be one of"):
         GenoCtxModel(small_config(), backend="fast")
+    # a sequence string, and bool ids (which read as <pad>/<bos>), say what to give instead
+    with pytest.raises(TypeError, match="nucleotide.encode"):
+        model.embed("ACGTACGT")
+    with pytest.raises(ValueError, match="integer tensor"):
+        model(torch.ones(1, 3, dtype=torch.bool))
+    if not torch.cuda.is_available():
+        from genoctx.errors import InputError
+
+        with pytest.raises(InputError, match="no CUDA device is available here"):
+            GenoCtxModel.from_pretrained("embedded", device="cuda")
 
 
 def test_routing_stats_after_forward():

@@ -86,3 +86,13 @@ def test_chromosome_decodes_back_to_pysam(data_root):
         expected = ref.fetch("CHROMOSOME_I")
     assert len(ids) == 1_009_800 // 6
     assert tok.decode(ids) == expected.upper()
+
+
+def test_special_ids_have_no_kmer():
+    """<pad> (0) and <mask> (3) read as A and T through their low bits: a padded window's
+    tail became a run of AAAA k-mers."""
+    tok = KmerTokenizer(3)
+    with pytest.raises(ValueError, match="base ids must lie in 4..8"):
+        tok.from_base_ids(np.array([4, 5, 6, 0, 0, 0]))
+    with pytest.raises(ValueError, match="special tokens"):
+        tok.from_base_ids(np.array([3, 4, 5]))
