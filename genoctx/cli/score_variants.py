@@ -214,11 +214,9 @@ def _rereadable(given: Path):
     empty lines (hand-edited; htslib stops at the first) or a UTF-8 byte-order mark (a Windows
     editor's; htslib cannot read the header after it) is copied without them. Errors that name
     a temporary copy name ``given`` instead."""
-    import gzip
-
     from genoctx.errors import GenoctxError
     from genoctx.io.fasta import sniff_format
-    from genoctx.io.spool import rereadable, shown_name
+    from genoctx.io.spool import gunzip_copy, rereadable, shown_name
 
     copies: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="genoctx-vcf-") as tmpdir, \
@@ -227,14 +225,8 @@ def _rereadable(given: Path):
                             else (None, None))
         try:
             if compression == "gzip":
-                plain = Path(tmpdir) / "input.vcf"
-                try:
-                    with gzip.open(vcf, "rb") as src, open(plain, "wb") as dst:
-                        shutil.copyfileobj(src, dst, 1 << 20)
-                except (OSError, EOFError) as exc:
-                    raise InputError(f"{vcf}: cannot decompress ({exc})") from None
-                vcf = plain
-                copies.append(plain)
+                vcf = gunzip_copy(vcf, Path(tmpdir) / "input.vcf")
+                copies.append(vcf)
                 compression = "none"
             if fmt == "vcf" and compression in ("none", "bgzf") and (
                     _starts_with_bom(vcf, compression) or _has_blank_line(vcf, compression)):

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from genoctx.errors import GenoctxError
+from genoctx.errors import GenoctxError, InputError
 
 
 def is_stream(path: str | Path) -> bool:
@@ -61,3 +61,20 @@ def rereadable(path: str | Path, *, name: str = "input") -> Iterator[Path]:
             yield copy
         except GenoctxError as exc:  # name the input as the user gave it
             raise type(exc)(str(exc).replace(str(copy), shown)) from None
+
+
+def gunzip_copy(path: str | Path, dest: str | Path) -> Path:
+    """Decompress a plain-gzip file into ``dest`` (htslib reads plain gzip but cannot rewind
+    it, unlike bgzip); returns ``dest``.
+
+    Raises:
+        InputError: the data is truncated or corrupt.
+    """
+    import gzip
+
+    try:
+        with gzip.open(path, "rb") as src, open(dest, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path}: cannot decompress ({exc})") from None
+    return Path(dest)

@@ -11,8 +11,6 @@ decompressed into a temporary file first, as ``genoctx score-variants`` does.
 # No `from __future__` imports: Snakemake runs this file after a preamble of its own.
 
 import contextlib
-import gzip
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -53,18 +51,13 @@ def readable(vcf: str | Path) -> Iterator[Path]:
     """``vcf`` as a file htslib can open: a plain-gzip VCF decompressed into a temporary file,
     any other file as it is."""
     from genoctx.io.fasta import sniff_format
+    from genoctx.io.spool import gunzip_copy
 
     if sniff_format(Path(vcf))[1] != "gzip":
         yield Path(vcf)
         return
     with tempfile.TemporaryDirectory(prefix="split_vcf-") as tmp:
-        plain = Path(tmp) / "input.vcf"
-        try:
-            with gzip.open(vcf, "rb") as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except (OSError, EOFError) as exc:
-            raise ValueError(f"{vcf}: cannot decompress ({exc})") from None
-        yield plain
+        yield gunzip_copy(vcf, Path(tmp) / "input.vcf")
 
 
 def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
