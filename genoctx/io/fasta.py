@@ -41,6 +41,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 
@@ -495,7 +496,7 @@ class _BgzfReader:
         self._fh = open(path, "rb")  # noqa: SIM115 - closed by __exit__
         self._cached: tuple[int, bytes, int] = (-1, b"", 0)  # (offset, its block, next offset)
 
-    def __enter__(self) -> _BgzfReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -216,7 +216,7 @@ def test_the_small_gene_loci_inside_their_archive_are_held_out(data_root):
 
     loci = _archive_sequences(Path(data_root) / "genomes/eukaryote_chunks/"
                               "C.elegans_smallgenes.tar.gz")
-    name, seq = max(loci, key=lambda r: len(r[1]))
+    _, seq = max(loci, key=lambda r: len(r[1]))
     assert len(loci) == 921 and len(seq) >= 1_000
     with pytest.raises(DataRoleError, match="C.elegans_smallgenes.tar.gz, which has role "
                                             "'validation'"):
