@@ -137,14 +137,45 @@ def role_of(path: str | Path, data_root: str | Path | None = None) -> str | None
     return min(roles) if roles else None
 
 
+# The held-out files of the shared data as the project froze them (sha256, role, path): a
+# second line of defence, shipped with the package, that a data root's own MANIFEST.tsv cannot
+# relabel. Written by `python -c "from genoctx.io.dataroot import write_frozen_held_out;
+# write_frozen_held_out()"` from the manifest's COMPARED_ROLES rows.
+FROZEN_HELD_OUT = Path(__file__).resolve().parents[1] / "weights" / "HELD_OUT.tsv"
+
+
+@functools.lru_cache(maxsize=1)
+def frozen_held_out() -> dict[str, tuple[str, str]]:
+    """``{sha256: (path, role)}`` of :data:`FROZEN_HELD_OUT` (empty when it is absent)."""
+    if not FROZEN_HELD_OUT.is_file():
+        return {}
+    rows = FROZEN_HELD_OUT.read_text().splitlines()[1:]
+    return {digest: (path, role) for digest, role, path in (r.split("\t") for r in rows if r)}
+
+
+def write_frozen_held_out(data_root: str | Path | None = None,
+                          path: Path = FROZEN_HELD_OUT) -> None:
+    """Write :data:`FROZEN_HELD_OUT` from the manifest's rows of :data:`COMPARED_ROLES`."""
+    rows = sorted((e.sha256, e.role, e.path) for e in load_manifest(data_root).values()
+                  if e.role in COMPARED_ROLES and e.sha256)
+    path.write_text("sha256\trole\tpath\n" + "".join("\t".join(r) + "\n" for r in rows))
+
+
 def require_role(path: str | Path, allowed: frozenset[str] | set[str],
                  data_root: str | Path | None = None, purpose: str = "training") -> str:
     """Refuse ``path`` unless its manifest role is in ``allowed``.
 
     Files not in the manifest are refused for training too (a held-out genome copied
     elsewhere would otherwise slip through); a user's own data is for inference, not for
-    training the shipped model.
+    training the shipped model. A file of the frozen held-out list (:func:`frozen_held_out`)
+    keeps its role there, whatever the manifest says.
     """
+    frozen = frozen_held_out().get(sha256_file(path))
+    if frozen is not None and frozen[1] not in allowed:
+        raise DataRoleError(
+            f"{path} holds the bytes of {frozen[0]}, held out (role '{frozen[1]}') in genoctx's "
+            f"frozen list ({FROZEN_HELD_OUT.name}), whatever the data manifest says; refusing "
+            f"to use it for {purpose}")
     role = role_of(path, data_root)
     if role is None:
         listed = _listed_as(path, data_root)

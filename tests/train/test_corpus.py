@@ -221,3 +221,29 @@ def test_the_small_gene_loci_inside_their_archive_are_held_out(data_root):
     with pytest.raises(DataRoleError, match="C.elegans_smallgenes.tar.gz, which has role "
                                             "'validation'"):
         require_unseen([("locus", seq.lower())], "mine.fa", data_root)
+
+
+def test_a_manifest_cannot_relabel_a_held_out_file_of_the_shared_data(data_root, tmp_path):
+    """A data root whose MANIFEST.tsv lists B. melitensis (validation) as train trained it:
+    the manifest was the only record of roles. genoctx ships the shared data's held-out
+    sha256s (genoctx/weights/HELD_OUT.tsv), which keep their role whatever the manifest says."""
+    import hashlib
+
+    from genoctx.io.dataroot import FROZEN_HELD_OUT, frozen_held_out
+
+    rel = "genomes/bacteria/Brucella_melitensis_16M.gbff.gz"
+    data = (data_root / rel).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    assert frozen_held_out()[digest] == (rel, "validation")
+    root = tmp_path / "root"
+    (root / "genomes" / "bacteria").mkdir(parents=True)
+    (root / rel).write_bytes(data)
+    (root / "MANIFEST.tsv").write_text("path\tbytes\tsha256\trole\tlicense\tsource\n"
+                                       f"{rel}\t{len(data)}\t{digest}\ttrain\t-\t-\n")
+    with pytest.raises(DataRoleError, match=f"held out \\(role 'validation'\\) in genoctx's "
+                                            f"frozen list \\({FROZEN_HELD_OUT.name}\\)"):
+        require_trainable(root / rel, root)
+    # every held-out row of the shared manifest is in the frozen list
+    shared = {e.sha256 for e in load_manifest(data_root).values()
+              if e.role in ("validation", "benchmark", "test/bench")}
+    assert shared <= set(frozen_held_out())
