@@ -215,8 +215,9 @@ def _rereadable(given: Path):
     editor's; htslib cannot read the header after it) is copied without them. Errors that name
     a temporary copy name ``given`` instead."""
     from genoctx.errors import GenoctxError
-    from genoctx.io.fasta import sniff_format
+    from genoctx.io.fasta import UTF8_BOM, sniff_format
     from genoctx.io.spool import gunzip_copy, rereadable, shown_name
+    from genoctx.io.vcf import starts_with_bom
 
     copies: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="genoctx-vcf-") as tmpdir, \
@@ -229,11 +230,11 @@ def _rereadable(given: Path):
                 copies.append(vcf)
                 compression = "none"
             if fmt == "vcf" and compression in ("none", "bgzf") and (
-                    _starts_with_bom(vcf, compression) or _has_blank_line(vcf, compression)):
+                    starts_with_bom(vcf) or _has_blank_line(vcf, compression)):
                 kept = Path(tmpdir) / "input.trimmed.vcf"  # htslib stops at an empty line
                 with _open_text(vcf, compression) as src, open(kept, "wb") as dst:
                     first = src.readline()
-                    lines = itertools.chain([first.removeprefix(_BOM)], src)
+                    lines = itertools.chain([first.removeprefix(UTF8_BOM)], src)
                     dst.writelines(ln for ln in lines if ln.strip())
                 vcf = kept
                 copies.append(kept)
@@ -245,20 +246,6 @@ def _rereadable(given: Path):
             if text == str(exc):
                 raise
             raise type(exc)(text) from None
-
-
-_BOM = b"\xef\xbb\xbf"
-
-
-def _starts_with_bom(path: Path, compression: str) -> bool:
-    """Whether a plain or bgzipped VCF starts with a UTF-8 byte-order mark."""
-    import zlib
-
-    try:
-        with _open_text(path, compression) as fh:
-            return fh.read(len(_BOM)) == _BOM
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"{path}: cannot decompress ({exc})") from None
 
 
 _BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*$")

@@ -105,7 +105,7 @@ def _peek(raw: bytes, compression: str, path: Path) -> bytes:
     return head
 
 
-_UTF8_BOM = b"\xef\xbb\xbf"
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def _content_format(head: bytes) -> str:
@@ -115,7 +115,7 @@ def _content_format(head: bytes) -> str:
         return "bcf"
     if head.startswith(b"CRAM"):
         return "cram"
-    text = head.removeprefix(_UTF8_BOM).lstrip(b" \t\r\n")  # a text editor's BOM: what follows
+    text = head.removeprefix(UTF8_BOM).lstrip(b" \t\r\n")  # a text editor's BOM: what follows
     if not text:
         return "empty"
     if b"\x00" in text[:4096]:
@@ -174,7 +174,7 @@ def _require_fasta(path: Path) -> str:
     if fmt != "fasta":
         hint = _FASTA_HINTS.get(fmt, "a FASTA file starts with a '>name' header line")
         raise InputError(f"{path} is not FASTA (it looks like {FORMAT_NAMES[fmt]}); {hint}")
-    if head.startswith(_UTF8_BOM):
+    if head.startswith(UTF8_BOM):
         fix = f"sed -i '1s/^\\xEF\\xBB\\xBF//' {path.name}"
         raise InputError(f"{path} starts with a UTF-8 byte-order mark (a Windows editor's) "
                          "before its first '>', which FASTA indexes (samtools faidx) do not "

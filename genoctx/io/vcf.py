@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import itertools
+import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -101,20 +102,25 @@ def _open_variants(path: str | Path) -> pysam.VariantFile:
         why = header_problem(path)
         if why:
             raise InputError(f"{path}: cannot read the VCF header ({why})") from None
-        if _starts_with_bom(path):
+        if starts_with_bom(path):
             raise InputError(f"{path} starts with a UTF-8 byte-order mark, which htslib cannot "
                              "read: remove it (sed -i '1s/^\\xEF\\xBB\\xBF//'; genoctx "
                              "score-variants reads such a file)") from None
         raise InputError(f"{path}: cannot read the VCF header ({exc})") from None
 
 
+def _open_bytes(path: Path):
+    """A text VCF's bytes, gzip or bgzip decompressed (lines end at ``\n`` only)."""
+    with open(path, "rb") as probe:
+        gz = probe.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gz else open(path, "rb")
+
+
 def header_problem(path: Path) -> str | None:
     """Why htslib cannot read a text VCF's header, in words, where its own message would not
     say: ``\r\r\n`` line ends (a CRLF file converted once more); else None."""
     try:
-        with open(path, "rb") as probe:
-            gz = probe.read(2) == b"\x1f\x8b"
-        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+        with _open_bytes(path) as fh:
             first = fh.readline(1 << 16)
     except (OSError, EOFError):
         return None
@@ -127,14 +133,14 @@ _CRCR = ("its lines end in two carriage returns and a newline (\\r\\r\\n): fix t
          "endings, e.g. with tr -d '\\r'")
 
 
-def _starts_with_bom(path: Path) -> bool:
+def starts_with_bom(path: Path) -> bool:
     """Whether a text VCF (plain, gzip or bgzip) starts with a UTF-8 byte-order mark."""
+    from genoctx.io.fasta import UTF8_BOM
+
     try:
-        with open(path, "rb") as probe:
-            gz = probe.read(2) == b"\x1f\x8b"
-        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
-            return fh.read(3) == b"\xef\xbb\xbf"
-    except (OSError, EOFError):
+        with _open_bytes(path) as fh:
+            return fh.read(len(UTF8_BOM)) == UTF8_BOM
+    except (OSError, EOFError, zlib.error):
         return False
 
 
@@ -168,9 +174,7 @@ def _what_is_wrong(path: Path, number: int) -> str | None:
     words, where htslib's own message ("truncated file" for a POS that is not a number) would
     mislead; None where it cannot tell (BCF, a standard-input copy gone, a fine-looking line)."""
     try:
-        with open(path, "rb") as probe:
-            gz = probe.read(2) == b"\x1f\x8b"
-        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:  # lines end at \n only
+        with _open_bytes(path) as fh:  # lines end at \n only
             lines = (ln for ln in fh if ln.strip() and not ln.startswith(b"#"))
             raw = next(itertools.islice(lines, number, None), None)
     except (OSError, EOFError, gzip.BadGzipFile):
