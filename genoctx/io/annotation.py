@@ -673,7 +673,7 @@ def _is_partial_row(row: _Row) -> bool:
             or "end_range" in row.attrs)
 
 
-def _partial_sides(attrs: dict) -> tuple[bool, bool, bool]:
+def partial_sides(attrs: dict) -> tuple[bool, bool, bool]:
     """(left, right, unplaced) partial flags of a GFF3 row, in forward coordinates: NCBI's
     ``start_range=.,N`` / ``end_range=N,.``, Prodigal's ``partial=LR`` digits, and ``partial=true``
     without a range (an end not named)."""
@@ -813,7 +813,7 @@ def _add_part(t: _Transcript, r: _Row, pieces) -> None:
             cid = next(iter(t.cds))
         t.cds[cid].extend(pieces)
         ends = t.cds_ends.setdefault(cid, [False, False, False])  # left, right, unplaced
-        left, right, unplaced = _partial_sides(r.attrs)
+        left, right, unplaced = partial_sides(r.attrs)
         ends[0], ends[1], ends[2] = ends[0] or left, ends[1] or right, ends[2] or unplaced
         if "transl_table" in r.attrs:  # the CDS's own genetic code wins over its gene's
             t.attributes["transl_table"] = r.attrs["transl_table"]

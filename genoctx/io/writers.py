@@ -804,15 +804,14 @@ def _parse_gff_attrs(text: str) -> dict[str, str]:
 
 
 def _partial_of(a: dict, strand: int) -> tuple[bool, bool]:
-    """(5', 3') partial flags from NCBI ranges or Prodigal's ``partial=LR`` digits."""
-    flag = a.get("partial", "")
-    if re.fullmatch(r"[01]{2}", flag):
-        left, right = flag[0] == "1", flag[1] == "1"
-    else:
-        left = a.get("start_range", "").startswith(".")
-        right = a.get("end_range", "").endswith(".")
-        if flag.lower() == "true" and not (left or right):
-            left = right = True
+    """(5', 3') partial flags from NCBI ranges or Prodigal's ``partial=LR`` digits, read as the
+    annotation reader reads them (:func:`genoctx.io.annotation.partial_sides`); a bare
+    ``partial=true`` marks both ends."""
+    from genoctx.io.annotation import partial_sides
+
+    left, right, unplaced = partial_sides(a)
+    if unplaced:
+        left = right = True
     return (left, right) if strand != -1 else (right, left)
 
 
@@ -824,8 +823,8 @@ def read_gff3_genes(path: str | Path) -> list:
     (bacterial gene → CDS) or a Parent with no row, by ``ID`` (a protein parent, as TAIR10
     adds, does not count); rows with an ID and no Parent by the ID; a row with neither is a
     gene of its own. So the rows of a spliced CDS are one gene whether they carry a shared ID
-    (NCBI, Ensembl, genoctx), one ID each, or only ``Parent=`` (TAIR10, FlyBase); a CDS row shared by several
-    isoforms belongs to each, and isoforms with the same CDS parts give one call. A CDS under a
+    (NCBI, Ensembl, genoctx), one ID each, or only ``Parent=`` (TAIR10, FlyBase); a CDS row
+    shared by several isoforms belongs to each, and isoforms with the same CDS parts give one call. A CDS under a
     pseudogene (an ancestor whose type or biotype says pseudo, or ``pseudo=true``), or itself
     so marked, gets ``attrs["pseudo"] = "true"``. Plain, gzip, xz or bzip2. Score is column 6 as
     a float (NaN when '.' or not a number); the start codon comes from ``start_codon`` or
