@@ -346,12 +346,11 @@ def _annotation_lengths(annotation: Path) -> tuple[dict[str, int], dict[str, byt
     and the sequences a GenBank file holds (none from records without ORIGIN)."""
     from genoctx.io.annotation import annotation_format, read_sequences_genbank, stated_sequences
 
-    lengths = stated_sequences(annotation)[0]
-    sequences: dict[str, bytes] = {}
     if annotation_format(annotation) == "genbank":
-        with contextlib.suppress(InputError):  # a record without bases: lengths alone
+        with contextlib.suppress(InputError):  # one parse gives both; without bases, below
             sequences = dict(read_sequences_genbank(annotation))
-    return lengths, sequences
+            return {c: len(seq) for c, seq in sequences.items()}, sequences
+    return stated_sequences(annotation)[0], {}
 
 
 def _check_annotation_lengths(annotation: Path, fa) -> dict[str, int]:
