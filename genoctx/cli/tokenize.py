@@ -210,9 +210,9 @@ def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, 
 def _contigs_of_the_reads(bam: Path, targets: list[Region], quiet: bool) -> list[Region]:
     """The reference's records that the alignments' header also has (a reference may hold
     more: decoys, organelles); a note names the others."""
-    from genoctx.io.bam import bam_info
+    from genoctx.io.bam import alignment_contigs
 
-    named = {r["name"] for r in bam_info(bam)["references"]}
+    named = set(alignment_contigs(bam))  # the header only: the index is checked when read
     kept = [t for t in targets if t.contig in named]
     if not kept:
         raise InputError(f"no record of the reference is a contig of {bam.name}'s header; is "

@@ -119,12 +119,17 @@ def _writable_folder(folder: Path) -> bool:
     return os.access(folder, os.W_OK) and bool(folder.stat().st_mode & stat.S_IWUSR)
 
 
-def _build_index(path: Path, fmt: str) -> None:
-    """Index ``path`` beside itself (written to a temporary name, then renamed)."""
-    suffix = ".crai" if fmt == "cram" else ".bai"
+def _build_index(path: Path, fmt: str, idx: Path | None = None) -> None:
+    """Index ``path`` into ``idx`` (default FILE.bai, FILE.crai for CRAM; a ``.csi`` name gets a
+    CSI index), written to a temporary name, then renamed. An existing index is rebuilt where it
+    is, as htslib would go on loading it before an index written under another name."""
+    if idx is None:
+        idx = Path(f"{path}{'.crai' if fmt == 'cram' else '.bai'}")
+    csi = ["-c"] if idx.suffix == ".csi" else []
     try:
-        with quiet_htslib(), atomic_path(Path(f"{path}{suffix}"), suffix=suffix) as tmp:
-            pysam.index("-o", str(tmp), str(path))  # quiet: htslib names the first unsorted read
+        with quiet_htslib(), atomic_path(idx, suffix=idx.suffix) as tmp:
+            # quiet: htslib names the first unsorted read
+            pysam.index(*csi, "-o", str(tmp), str(path))
     except OSError as exc:
         raise InputError(f"{path} has no index and it cannot be written beside it ({exc}); "
                          "copy the file to a writable folder and index it there") from None
@@ -134,14 +139,58 @@ def _build_index(path: Path, fmt: str) -> None:
             f"first: samtools sort -o sorted.bam {path.name} (pysam.sort), then index") from None
 
 
-def _stale_index(path: Path) -> Path | None:
-    """The index beside ``path`` when it is older than the file by more than a second (the
-    file was rewritten after it was indexed: its offsets point anywhere), else None."""
-    for idx in (Path(f"{path}.bai"), Path(f"{path}.csi"), path.with_suffix(".bai"),
-                Path(f"{path}.crai")):
-        if idx.is_file():
-            return idx if idx.stat().st_mtime < path.stat().st_mtime - 1.0 else None
+def _index_file(path: Path, fmt: str) -> Path | None:
+    """The index htslib loads for ``path``: the first that exists of FILE.csi, FILE.bai and
+    the same with the file's suffix replaced (htslib 1.2x tries a CSI before a BAI, whatever
+    their ages), or FILE.crai for a CRAM; None when there is none."""
+    names = ((".crai",) if fmt == "cram" else (".csi", ".bai"))
+    candidates = [c for ext in names for c in (Path(f"{path}{ext}"), path.with_suffix(ext))]
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _stale_index(path: Path, idx: Path | None) -> bool:
+    """True when ``idx`` is older than ``path`` by more than a second (the file was rewritten
+    after it was indexed: its offsets point anywhere)."""
+    return idx is not None and idx.stat().st_mtime < path.stat().st_mtime - 1.0
+
+
+def _index_references(idx: Path) -> int | None:
+    """The number of references an index was made for: in a BAI the int32 after the magic
+    ``BAI\\1``; in a CSI (bgzipped) the int32 after the magic, min_shift, depth, l_aux and
+    l_aux bytes of meta data. None for a .crai (it stores no count) or a file too damaged to
+    tell (htslib then does not load it either)."""
+    import gzip
+    import struct
+
+    try:
+        if idx.suffix == ".bai":
+            with open(idx, "rb") as fh:
+                head = fh.read(8)
+            if len(head) == 8 and head[:4] == b"BAI\1":
+                return struct.unpack("<i", head[4:])[0]
+        elif idx.suffix == ".csi":
+            with gzip.open(idx, "rb") as fh:
+                head = fh.read(16)
+                if len(head) == 16 and head[:4] == b"CSI\1":
+                    l_aux = struct.unpack("<i", head[12:])[0]
+                    rest = fh.read(l_aux + 4) if l_aux >= 0 else b""
+                    if len(rest) == l_aux + 4:
+                        return struct.unpack("<i", rest[l_aux:])[0]
+    except (OSError, EOFError):  # not gzip, or cut short: not an index htslib can load
+        return None
     return None
+
+
+def _foreign_index(path: Path, idx: Path | None, n_header: int) -> str | None:
+    """Why ``idx`` is not the index of ``path`` (made for another number of references than the
+    header's @SQ lines: an index left beside a replaced file, or a damaged one), else None.
+    htslib does not check this: an index with fewer references than the header crashes pysam's
+    index statistics and fetches past them read nothing."""
+    n_idx = None if idx is None else _index_references(idx)
+    if n_idx is None or n_idx == n_header:
+        return None
+    return (f"the index {idx} does not belong to {path}: it was made for {n_idx:,} "
+            f"reference(s) and the header has {n_header:,} (@SQ lines)")
 
 
 @contextlib.contextmanager
@@ -167,7 +216,8 @@ def open_alignment(path: str | Path, reference: str | Path | None = None) -> pys
 
     Raises:
         InputError: missing file, not BAM/CRAM, CRAM without reference, SAM (not indexable),
-            unsorted, or no index and a read-only folder (the message gives the fix).
+            unsorted, no index and a read-only folder, or another file's index in a read-only
+            folder (the message gives the fix).
     """
     path = Path(path)
     fmt = _alignment_format(path)
@@ -181,12 +231,20 @@ def open_alignment(path: str | Path, reference: str | Path | None = None) -> pys
                          "reference=REF.fa (--reference)")
     af = _open(path, fmt, reference)
     if af.has_index():
-        # an index older than its file (rewritten after indexing) is built again where it can
-        # be; in a read-only folder it is used as htslib would (damage then reads as such)
-        if _stale_index(path) is None or not _writable_folder(path.parent):
+        # An index older than its file (rewritten after indexing), or made for another file
+        # (another number of references), is built again where it can be. In a read-only
+        # folder an old one is used as htslib would (damage then reads as such); a foreign
+        # one is refused, as it reads nothing or crashes htslib.
+        idx = _index_file(path, fmt)
+        foreign = _foreign_index(path, idx, len(af.references))
+        writable = _writable_folder(path.parent)
+        if not foreign and not (writable and _stale_index(path, idx)):
             return af
         af.close()
-        _build_index(path, fmt)  # beside the file, replacing the old index
+        if not writable:
+            raise InputError(f"{foreign}; remove it, or index {path.name} again where it can "
+                             "be written (samtools index / pysam.index)")
+        _build_index(path, fmt, idx)  # beside the file, replacing the old index
         return _open(path, fmt, reference)
     so = _sort_order(af)
     af.close()
@@ -197,8 +255,26 @@ def open_alignment(path: str | Path, reference: str | Path | None = None) -> pys
         raise InputError(
             f"{path} has no index and its folder is read-only; index it where it can be written "
             f"(copy it to a writable folder, then samtools index / pysam.index)")
-    _build_index(path, fmt)
+    _build_index(path, fmt, _index_file(path, fmt))  # a damaged one is replaced where it is
     return _open(path, fmt, reference)
+
+
+def _open_header(path: Path, fmt: str) -> pysam.AlignmentFile:
+    """``path`` opened for its header only: no index is loaded or built, and a CRAM needs no
+    reference (no read is decoded)."""
+    mode = {"bam": "rb", "cram": "rc", "sam": "r"}[fmt]
+    try:
+        return pysam.AlignmentFile(str(path), mode, check_sq=False)
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path}: cannot read {_ALIGNMENT_FORMATS[fmt]} ({exc})") from None
+
+
+def alignment_contigs(path: str | Path) -> list[str]:
+    """The contig names of an alignment file's header (@SQ SN), in order; its index is not
+    read (:func:`bam_info` reads the index's counts too, which a foreign index makes fail)."""
+    path = Path(path)
+    with _open_header(path, _alignment_format(path)) as af:
+        return list(af.references)
 
 
 def bam_info(path: str | Path) -> dict:
@@ -209,16 +285,19 @@ def bam_info(path: str | Path) -> dict:
         says coordinate or an index exists, False when it says otherwise, else None),
         ``has_index``, ``references`` (name, length, mapped, unmapped per contig; counts from the
         index, None without one), total ``mapped`` / ``unmapped`` (None without an index).
+
+    Raises:
+        InputError: not an alignment file, or an index beside it made for another file (its
+            number of references is not the header's); the index is not rebuilt here.
     """
     path = Path(path)
     fmt = _alignment_format(path)
-    mode = {"bam": "rb", "cram": "rc", "sam": "r"}[fmt]
-    try:
-        af = pysam.AlignmentFile(str(path), mode, check_sq=False)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: cannot read {_ALIGNMENT_FORMATS[fmt]} ({exc})") from None
-    with af:
+    with _open_header(path, fmt) as af:
         has_index = fmt != "sam" and af.has_index()
+        foreign = has_index and _foreign_index(path, _index_file(path, fmt), len(af.references))
+        if foreign:  # its statistics would crash htslib (fewer references) or be another file's
+            raise InputError(f"{foreign}; remove it, or index the file again (samtools index "
+                             f"{path.name}, or pysam.index)")
         stats = {}
         if has_index and fmt != "cram":  # a .crai carries no counts (pysam reports zeros)
             try:
@@ -435,8 +514,10 @@ def pileup_channels(path: str | Path, region: Region | str, reference: str | Pat
                       include_flags)
         except OSError as exc:
             wrong = _cram_reference_mismatch(af, reference, r.contig) if af.is_cram else None
-            raise InputError(wrong or f"{path}: truncated or corrupt alignment data in {r} "
-                             f"({exc})") from None
+            idx = _index_file(path, "cram" if af.is_cram else "bam")
+            index = f", or its index {idx.name} is not its own" if idx is not None else ""
+            raise InputError(wrong or f"{path}: truncated or corrupt alignment data in {r}"
+                             f"{index} ({exc})") from None
     if acc.reads_without_quality and min_baseq > 0:
         warnings.warn(f"{path}: {acc.reads_without_quality:,} reads in {r} have no base "
                       f"qualities (QUAL '*'); they count as quality 0, below min_baseq "

@@ -174,3 +174,32 @@ def test_bad_input_fails_cleanly(run_cli, tmp_path, case):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("genoctx: error:"), err
     assert "Traceback" not in out + err
+
+
+def test_an_index_of_another_bam_is_one_line_not_a_crash(data_root, tmp_path):
+    """ex1.bam's index (2 references) beside a copy of the C. elegans BAM (5 @SQ lines), newer
+    than it: info segfaulted (exit 139, no message) in htslib's index statistics. It runs in a
+    child process so that the old crash fails this test, not the test run."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import genoctx
+
+    ex1 = tmp_path / "ex1.bam"
+    ex1.write_bytes((data_root / "reads" / "ex1" / "ex1.bam").read_bytes())
+    pysam.index(str(ex1))
+    bam = tmp_path / "ce.bam"
+    pysam.sort("-o", str(bam), str(data_root / "reads" / "celegans_chrI" / "ce#1000.sam"))
+    (tmp_path / "ce.bam.bai").write_bytes((tmp_path / "ex1.bam.bai").read_bytes())
+    os.utime(bam, (1_000, 1_000))
+    tree = str(Path(genoctx.__file__).parents[1])  # this tree's genoctx in the child
+    done = subprocess.run([sys.executable, "-m", "genoctx", "info", str(bam)],
+                          check=False, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": tree})
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("genoctx: error: the index "), done.stderr
+    assert f"{bam}.bai does not belong to {bam}" in lines[0] and "remove it" in lines[0]
+    assert done.stdout == "" and "Traceback" not in done.stderr

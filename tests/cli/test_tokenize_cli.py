@@ -391,3 +391,62 @@ def test_an_unwritable_folder_is_named_not_the_temporary_file(run_cli, ce_fa, tm
     assert code == 2 and err.count("\n") == 1
     assert f"cannot write {tmp_path / 't.npz'}: the folder {tmp_path} is not writable" in err
     assert "x1y2" not in err
+
+
+@pytest.mark.parametrize("writable", [False, True])
+def test_pileup_of_a_whole_reference_with_another_bams_index(data_root, ce_fa, tmp_path,
+                                                             writable):
+    """ex1.bam's index (2 references) beside a copy of the C. elegans BAM (5), newer than it,
+    and no --region: the contigs were read from the index's statistics, which segfaulted
+    (exit 139). Now the header gives the contigs; the index is rebuilt in a writable folder
+    (tokens as with the BAM's own index) and refused in one line, no file written, in a
+    read-only one. A child process runs it, so that the old crash fails only this test."""
+    import os
+    import subprocess
+    import sys
+
+    import genoctx
+    from genoctx.tokenize.pileup import tokenize_pileup
+
+    own = tmp_path / "own"
+    own.mkdir()
+    good = own / "ce.bam"
+    pysam.sort("-o", str(good), str(data_root / "reads" / "celegans_chrI" / "ce#1000.sam"))
+    pysam.index(str(good))
+    (own / "ex1.bam").write_bytes((data_root / "reads" / "ex1" / "ex1.bam").read_bytes())
+    pysam.index(str(own / "ex1.bam"))
+    folder = tmp_path / "reads"
+    folder.mkdir()
+    bam = folder / "ce.bam"
+    bam.write_bytes(good.read_bytes())
+    (folder / "ce.bam.bai").write_bytes((own / "ex1.bam.bai").read_bytes())
+    os.utime(bam, (1_000, 1_000))
+    out = tmp_path / "out" / "p.npz"
+    out.parent.mkdir()
+    tree = str(Path(genoctx.__file__).parents[1])  # this tree's genoctx in the child
+    if not writable:
+        folder.chmod(0o555)
+    try:
+        done = subprocess.run([sys.executable, "-m", "genoctx", "tokenize", str(bam), "--kind",
+                               "pileup", "--reference", str(ce_fa), "--context", "100000", "-q",
+                               "--out", str(out)], check=False, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH": tree})
+    finally:
+        folder.chmod(0o755)
+    assert "Traceback" not in done.stderr
+    if not writable:
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("genoctx: error: the index "), lines
+        assert f"{bam}.bai does not belong to {bam}" in lines[0]
+        assert not out.exists() and list(out.parent.iterdir()) == []
+        return
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    d = _load(out)
+    rows = np.flatnonzero(d["contigs"] == "CHROMOSOME_I")
+    tokens = np.concatenate([d["tokens"][w, :d["lengths"][w]] for w in rows])
+    want, _, _ = tokenize_pileup(good, ce_fa, "CHROMOSOME_I")
+    assert np.array_equal(tokens, want)
+    with pysam.AlignmentFile(str(good)) as af:  # every base count_coverage sees is covered
+        seen = np.array(af.count_coverage("CHROMOSOME_I", quality_threshold=13)).sum(0) > 0
+    assert seen.sum() > 200 and ((tokens - 9) % 4 > 0)[seen].all()

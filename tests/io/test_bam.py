@@ -291,3 +291,94 @@ def test_cram_reference_in_a_read_only_folder_gets_no_index_written_beside_it(ex
     finally:
         shared.chmod(0o755)
     np.testing.assert_array_equal(got, pileup_channels(bam, "chr1:1-1,500", ref))
+
+
+def _crash_safe(code: str):
+    """Run ``code`` in a child Python: a segfault in htslib (what a foreign index gave) fails
+    the test with its exit code instead of ending the test run (with this tree's genoctx)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import genoctx
+
+    tree = str(Path(genoctx.__file__).parents[1])
+    return subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": tree})
+
+
+def _n_ref(idx) -> int:
+    """The reference count of a BAI, or of a CSI (bgzipped, no meta data in a BAM's)."""
+    import gzip
+    import struct
+
+    with open(idx, "rb") if str(idx).endswith(".bai") else gzip.open(idx) as fh:
+        raw = fh.read(20)
+    return struct.unpack("<i", raw[4:8] if raw[:3] == b"BAI" else raw[16:20])[0]
+
+
+@pytest.mark.parametrize("kind", ["ex1 bai", "ex1 csi", "damaged bai"])
+def test_an_index_of_another_file_is_rebuilt_or_refused(ex1, ce_bam, tmp_path, kind):
+    """ex1.bam's index (2 references) beside a copy of the C. elegans BAM (5), newer than it,
+    or a damaged one (magic intact, 0 references): htslib loaded it, bam_info segfaulted in
+    its statistics and a region read 0 reads. Now it is rebuilt in a writable folder (the
+    counts then equal count_coverage) and refused in one line, naming it, in a read-only one."""
+    import os
+
+    bam, ref = ce_bam
+    ext = ".csi" if "csi" in kind else ".bai"
+    own = tmp_path / "own"
+    own.mkdir()
+    if kind == "damaged bai":
+        foreign = b"BAI\1" + bytes(50)
+    else:
+        shutil.copy(ex1[0], own / "ex1.bam")
+        pysam.index(*(["-c"] if ext == ".csi" else []), str(own / "ex1.bam"))
+        foreign = (own / f"ex1.bam{ext}").read_bytes()
+    region = Region("CHROMOSOME_I", 0, 200_000)
+    with pysam.AlignmentFile(str(bam)) as af:  # bam's own index: the independent counts
+        want = np.array(af.count_coverage(region.contig, region.start, region.end,
+                                          quality_threshold=13)).T
+    assert want.sum() > 50_000
+    for folder_mode in (0o555, 0o755):
+        folder = tmp_path / f"m{folder_mode:o}"
+        folder.mkdir()
+        copy, idx = folder / "ce.bam", folder / f"ce.bam{ext}"
+        shutil.copy(bam, copy)
+        idx.write_bytes(foreign)
+        os.utime(copy, (1_000, 1_000))  # the index is newer: the age check does not catch it
+        folder.chmod(folder_mode)
+        try:
+            info = _crash_safe(f"from genoctx.io.bam import bam_info\nbam_info({str(copy)!r})")
+            assert info.returncode == 1 and "Segmentation" not in info.stderr, info.stderr
+            assert f"InputError: the index {idx} does not belong to {copy}" in info.stderr
+            assert "reference(s) and the header has 5" in info.stderr
+            if folder_mode == 0o555:
+                with pytest.raises(InputError, match="does not belong") as err:
+                    pileup_channels(copy, region, ref)
+                assert str(idx) in str(err.value) and "remove it" in str(err.value)
+                assert sorted(p.name for p in folder.iterdir()) == ["ce.bam", f"ce.bam{ext}"]
+                assert idx.read_bytes() == foreign
+            else:
+                got = pileup_channels(copy, region, ref)
+                np.testing.assert_array_equal(got[:, ACGT], want)
+                assert _n_ref(idx) == 5 and bam_info(copy)["mapped"] == 1000
+        finally:
+            folder.chmod(0o755)
+
+
+def test_a_damaged_bam_with_a_current_index_names_the_index_too(reads, tmp_path):
+    """Bad data read through an index that passes the checks (the same number of references):
+    the message names the index as the other suspect, not only the data."""
+    mp = reads / "human_mpileup"
+    bam = tmp_path / "m.bam"
+    shutil.copy(mp / "mpileup.1.bam", bam)
+    shutil.copy(f"{mp / 'mpileup.1.bam'}.bai", f"{bam}.bai")
+    raw = bytearray(bam.read_bytes())
+    raw[30_000:30_300] = bytes(300)
+    bam.write_bytes(bytes(raw))
+    with pytest.raises(InputError, match="truncated or corrupt alignment data") as err:
+        pileup_channels(bam, "17:1-4,200", None)
+    assert "or its index m.bam.bai is not its own" in str(err.value)
