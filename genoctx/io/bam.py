@@ -9,11 +9,16 @@ Pileup channels (:data:`PILEUP_CHANNELS`, one row per reference base of the regi
                    not counted, so depth can be below the number of reads spanning a position.
 ``A C G T``        read bases of quality >= ``min_baseq`` aligned (CIGAR M/=/X) to the position
                    — exactly pysam's ``AlignmentFile.count_coverage`` with the same filters
+                   (but for ``=`` bases, which it drops; see below)
 ``del``            reads with a deletion (CIGAR D) over the position; a deletion has no base
                    quality, so ``min_baseq`` does not apply to it
 ``mean_baseq``     mean Phred quality of the counted A/C/G/T bases (0 where there are none)
 ``strand_plus_frac`` fraction of ``depth`` from forward-strand reads (0 where depth is 0)
 =================  ===========================================================================
+
+Read bases stored as ``=`` (equal to the reference: ``samtools calmd -e``) count as the
+reference base at their position, so they need the reference FASTA (an error says so without
+one); pysam's ``count_coverage`` drops them.
 
 Read filters: a read counts when ``flag & exclude_flags == 0``, ``flag & include_flags ==
 include_flags`` and ``mapping_quality >= min_mapq``. The default ``exclude_flags`` 0xF04 drops
@@ -56,9 +61,13 @@ _QUERY_ONLY_OPS = (1, 4)     # I, S: read bases with no reference position
 _DEL, _REF_SKIP = 2, 3
 # Flush the collected aligned bases into the counts every so many bases (bounds memory).
 _FLUSH_BASES = 1 << 22
-_BASE_CODE = np.full(256, 4, np.uint8)
+_BASE_CODE = np.full(256, 4, np.uint8)  # A0 C1 G2 T3; 4: not counted (N, other codes)
 for _i, _b in enumerate(b"ACGT"):
     _BASE_CODE[_b] = _i
+# '=' stores a read base equal to the reference base (samtools calmd -e, some exports): it is
+# counted as that base, which the reference tells
+_SAME_AS_REFERENCE = 5
+_BASE_CODE[ord("=")] = _SAME_AS_REFERENCE
 
 
 # ----------------------------------------------------------------------------- opening
@@ -348,16 +357,30 @@ def _check_reference(reference: str | Path, region: Region) -> None:
                               f"reference {reference} ({fa.lengths[region.contig]:,} bp)")
 
 
+class _NoReferenceForEquals(Exception):
+    """Read bases stored as ``=`` and no reference to tell which base they are."""
+
+
+def _fetch(reference: str | Path, region: Region) -> bytes:
+    """The reference bytes of ``region``."""
+    with open_reference(reference) as fa:
+        return fa.fetch(region.contig, region.start, region.end)
+
+
 class _Accumulator:
     """Per-base channels of one region, fed with batches of aligned blocks.
 
     Counts are added straight into the ``[L, C]`` output at the touched positions only, so a
     sparse megabase region costs no dense passes over L. Sums are float32,
     exact for integer counts below 2**24 (quality sums: depth below ~180,000 at Q93).
+
+    ``reference`` gives the region's reference bytes; it is called (once) only when a read
+    base is ``=``, so reads with their bases spelled out cost no reference fetch.
     """
 
-    def __init__(self, start: int, length: int, min_baseq: int):
+    def __init__(self, start: int, length: int, min_baseq: int, reference=None):
         self.start, self.n, self.min_baseq = start, length, min_baseq
+        self.reference, self.ref_codes = reference, None
         self.reads_without_quality = 0
         self.out = np.zeros((length, len(PILEUP_CHANNELS)), np.float32)
         self.flat = self.out.reshape(-1)
@@ -392,6 +415,9 @@ class _Accumulator:
         q_idx = self._expand(q0_b, lens_b)
         pos = q_idx + np.repeat(np.asarray(ref0, np.int64) - q0_b, lens_b) - self.start
         base = _BASE_CODE[seq[q_idx]]
+        same = np.flatnonzero(base == _SAME_AS_REFERENCE)
+        if len(same):
+            base[same] = self._reference_codes()[np.clip(pos[same], 0, self.n - 1)]
         q = qual[q_idx]
         keep = (pos >= 0) & (pos < self.n) & (base < 4) & (q >= self.min_baseq)
         fwd = np.repeat(np.asarray(plus, bool), lens_b)[keep]
@@ -400,6 +426,16 @@ class _Accumulator:
         self._add(pos, CHANNEL_INDEX["mean_baseq"], q)
         self._add(pos[fwd], CHANNEL_INDEX["strand_plus_frac"])
         self.touched.append(pos)
+
+    def _reference_codes(self) -> np.ndarray:
+        """The region's reference bases as codes A0 C1 G2 T3 (4: N or another code, which an
+        '=' base over it is not counted as, as an N read base is not)."""
+        if self.ref_codes is None:
+            if self.reference is None:
+                raise _NoReferenceForEquals
+            self.ref_codes = _BASE_CODE[np.frombuffer(self.reference().upper(), np.uint8)]
+            self.ref_codes[self.ref_codes == _SAME_AS_REFERENCE] = 4
+        return self.ref_codes
 
     def add_deletions(self, ref0: list, lens: list, plus: list) -> None:
         lens_b = np.asarray(lens, np.int64)
@@ -491,7 +527,8 @@ def pileup_channels(path: str | Path, region: Region | str, reference: str | Pat
         path: sorted BAM or CRAM (the index is built when missing, see :func:`open_alignment`).
         region: a :class:`Region` (0-based half-open) or a region string (1-based, inclusive).
         reference: the FASTA the reads were aligned to; it must contain the region
-            (required for CRAM; may be None for BAM).
+            (required for CRAM, and for reads with bases stored as ``=``; may be None for
+            other BAMs).
         min_mapq: minimum mapping quality of a read.
         min_baseq: minimum base quality of a counted A/C/G/T base (deletions are exempt).
         exclude_flags: skip reads with any of these flag bits (default 0xF04).
@@ -505,13 +542,19 @@ def pileup_channels(path: str | Path, region: Region | str, reference: str | Pat
         r = _resolve_region(af, region, path)
         if reference is not None:
             _check_reference(reference, r)
-        acc = _Accumulator(r.start, len(r), min_baseq)
+        acc = _Accumulator(r.start, len(r), min_baseq,
+                           None if reference is None else lambda: _fetch(reference, r))
         if len(r) == 0:
             return acc.channels()
         try:
             with quiet_htslib():  # a failure is explained below, in one line
                 _pile(af.fetch(r.contig, r.start, r.end), acc, min_mapq, exclude_flags,
                       include_flags)
+        except _NoReferenceForEquals:
+            raise InputError(f"{path}: reads in {r} store bases as '=' (the same as the "
+                             "reference, samtools calmd -e), which only the reference can "
+                             "tell: give the FASTA the reads were aligned to (reference=, "
+                             "--reference)") from None
         except OSError as exc:
             wrong = _cram_reference_mismatch(af, reference, r.contig) if af.is_cram else None
             idx = _index_file(path, "cram" if af.is_cram else "bam")
