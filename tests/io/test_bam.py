@@ -422,3 +422,73 @@ def test_bases_stored_as_equals_count_as_the_reference_base(reads, ce_bam, tmp_p
     with pytest.raises(InputError, match="store bases as '='") as err:
         pileup_channels(eq, "17:1-4,200", None)
     assert "--reference" in str(err.value) and str(eq) in str(err.value)
+
+
+# sha256 of pileup_channels (float32 bytes) and tokenize_pileup's tokens (as uint8) for the
+# three filter sets below, made before the touched positions became a mask (commit 5b57de6):
+# the outputs must stay byte-identical, whatever the flush size.
+_BEFORE_THE_MASK = [
+    ("ce", "CHROMOSOME_I:1-1,009,800",
+     "23baa7fe507ab0521a7e1dd6edfbddeed9d6e22e0cd45f81b9d21805aa867240"),
+    ("mpileup.1", "17:1-4,200", "e3b3c8786b6c6352615cefb9759913ac7edafbf13b209c6b3cd630ad26b39e65"),
+    ("ex1", "chr1:1-1,575", "1dd19ee3e5b44184a71048f6836d5a67f695e2148b5cee988dcb0ab5ffd80ec7"),
+]
+
+
+@pytest.mark.parametrize("flush", [None, 4096])
+def test_pileup_output_is_byte_identical_to_before_the_touched_mask(reads, ce_bam, ex1, flush,
+                                                                    monkeypatch):
+    import hashlib
+
+    import genoctx.io.bam as bam_module
+    from genoctx.tokenize.pileup import tokenize_pileup
+
+    if flush is not None:  # many flushes per region, each marking its positions
+        monkeypatch.setattr(bam_module, "_FLUSH_BASES", flush)
+    mp = reads / "human_mpileup"
+    files = {"ce": ce_bam, "mpileup.1": (mp / "mpileup.1.bam", mp / "mpileup.ref.fa"),
+             "ex1": ex1}
+    for name, region, want in _BEFORE_THE_MASK:
+        bam, ref = files[name]
+        h = hashlib.sha256()
+        for f in ({}, {"min_baseq": 0}, {"min_baseq": 30, "min_mapq": 20}):
+            h.update(pileup_channels(bam, region, ref, **f).tobytes())
+            h.update(tokenize_pileup(bam, ref, region, **f)[0].astype(np.uint8).tobytes())
+        assert h.hexdigest() == want, name
+
+
+def test_pileup_memory_does_not_grow_with_depth(ex1, tmp_path, monkeypatch):
+    """ex1's chr1 reads repeated 20 and 40 times (1 and 2 M aligned bases over 1,575 bp): the
+    touched positions were kept as int64 per counted base (then np.unique'd), so the peak grew
+    ~23 bytes per aligned base; with a mask it is the same at both depths. The counts scale
+    with the copies exactly; the means and fractions do not change."""
+    import tracemalloc
+
+    import genoctx.io.bam as bam_module
+
+    bam, ref = ex1
+    monkeypatch.setattr(bam_module, "_FLUSH_BASES", 1 << 16)  # many flushes, small batches
+    with pysam.AlignmentFile(str(bam)) as src:
+        chr1 = list(src.fetch("chr1"))
+        header = src.header
+    peaks, got = {}, {}
+    for copies in (20, 40):
+        deep = tmp_path / f"deep{copies}.bam"
+        with pysam.AlignmentFile(str(deep), "wb", header=header) as out:
+            for read in chr1:  # each read repeated in place: still sorted
+                for _ in range(copies):
+                    out.write(read)
+        pysam.index(str(deep))
+        tracemalloc.start()
+        try:
+            got[copies] = pileup_channels(deep, "chr1", ref)
+            peaks[copies] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    once = pileup_channels(bam, "chr1", ref)
+    for copies in (20, 40):
+        np.testing.assert_array_equal(got[copies][:, :6], copies * once[:, :6])
+        np.testing.assert_allclose(got[copies][:, 6:], once[:, 6:], rtol=1e-6)
+    bases = int(got[40][:, 1:6].sum()) - int(got[20][:, 1:6].sum())
+    assert bases > 900_000
+    assert peaks[40] - peaks[20] < 0.5 * bases, (peaks, bases)  # was ~23 bytes a base
