@@ -115,8 +115,11 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
     from genoctx.tokenize.pileup import tokenize_pileup
 
     num_windows = sum(count_windows(len(r), context, overlap) for r in targets)
-    # the tokens and ids alone, before the first pileup tells the channels
-    _check_memory(num_windows, context, 1, max(len(r) for r in targets), overlap, targets)
+    longest = max(len(r) for r in targets)
+    # the windows' tokens alone, before the first pileup tells the channels, and the arrays
+    # the pileup of the longest region holds while it is computed
+    _check_memory(num_windows, context, 1, longest, overlap, targets,
+                  working=longest * PILEUP_BYTES_PER_BASE)
     plans = [plan_windows(len(r), context, overlap) for r in targets]
     out, row = None, 0
     bar.update(total=num_windows)
@@ -133,14 +136,14 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
             raise GenoctxError(f"pileup of {r} returned {len(ids)} tokens for {len(r)} bases")
         if out is None:
             _check_memory(num_windows, context, ids.dtype.itemsize + 2 * channels.shape[1],
-                          max(len(t) for t in targets), overlap, targets)
+                          longest, overlap, targets, working=longest * PILEUP_BYTES_PER_BASE)
             out = _Outputs(tokens=np.full((num_windows, context), nt.PAD, dtype=ids.dtype),
                            channels=np.zeros((num_windows, context, channels.shape[1]),
                                              dtype=np.float16),
                            channel_names=list(names))
         rows = slice(row, row + len(plan))
         fill_windows(ids, plan, out.tokens[rows])
-        fill_windows(channels.astype(np.float16), plan, out.channels[rows])
+        fill_windows(channels, plan, out.channels[rows])  # cast to float16 as it is copied
         _record(out, r, plan, lambda t: t)
         row += len(plan)
         bar.advance(len(plan))
@@ -159,30 +162,46 @@ def _vocab_size(kind: Kind, tok: KmerTokenizer | None) -> int:
 # bytes each window costs besides its tokens: its plan entry (a tuple of two ints), start, end
 # and length (int64) and its contig's list entry (the name itself: 4 bytes per character)
 WINDOW_BYTES = 160
+# bytes a pileup holds per base of the region being computed, besides the output windows: the
+# raw float32 [L, 8] counts, the float32 [L, 9] normalised channels, copies of the covered rows
+# while they are computed, int64 tokens. Measured with /usr/bin/time (max RSS) of
+# `genoctx tokenize READS --kind pileup --reference ce.fa -r CHROMOSOME_I -q -o x.npz`, every
+# one of its 1,009,800 bases covered (100-bp reads cut from ce.fa every 50 bp): 235,332 KB,
+# against 80,376 KB over CHROMOSOME_I:1-1000 (the same output arrays at the default --context):
+# 157 bytes a base, less the 18 of float16 channels written into the windows: 139. Uncovered
+# bases cost less (numpy's zeroed pages stay unmapped: the real C. elegans reads, 276 bases
+# covered, 16 in all). Rounded up, as the check is to refuse what would not fit.
+PILEUP_BYTES_PER_BASE = 160
 
 
 def _check_memory(num_windows: int, context: int, bytes_per_token: int, longest: int,
-                  overlap: int, targets: list[Region]) -> None:
+                  overlap: int, targets: list[Region], working: int = 0) -> None:
     """Refuse, before planning or allocating, windows that would not fit in this machine's
-    memory."""
+    memory, with ``working`` bytes held at once besides them (a region's pileup arrays)."""
     import os
 
     name = 4 * max((len(r.contig) for r in targets), default=0)
-    need = num_windows * (context * bytes_per_token + WINDOW_BYTES + name)
+    windows = num_windows * (context * bytes_per_token + WINDOW_BYTES + name)
+    need = windows + working
     try:
         have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # no such query here: do not guess
         return
     if need > have // 2:
-        if overlap * 2 > context:  # windows step by context - overlap: the overlap makes them
+        if working > windows:  # the longest region's pileup, not the windows, is the bulk
+            fix = (f"split the longest region ({longest:,} bp) into smaller ones (--regions "
+                   f"BED): its pileup holds ~{working / longest:.0f} bytes a base while it is "
+                   "computed")
+        elif overlap * 2 > context:  # windows step by context - overlap: the overlap makes them
             fix = (f"give a smaller --overlap (windows start every --context - --overlap = "
                    f"{context - overlap:,} tokens)")
         else:
             fix = (f"give a smaller --context (the longest region here is {longest:,} tokens; "
                    "every window is padded to --context)")
-        raise InputError(
-            f"{num_windows:,} windows of {context:,} tokens need {need / 2**30:.1f} GiB, more "
-            f"than half of this machine's {have / 2**30:.1f} GiB: {fix}")
+        what = f"{num_windows:,} windows of {context:,} tokens" + (
+            f" and the pileup of a {longest:,}-bp region" if working else "")
+        raise InputError(f"{what} need {need / 2**30:.1f} GiB, more than half of this "
+                         f"machine's {have / 2**30:.1f} GiB: {fix}")
 
 
 def _arrays(out: _Outputs, kind: Kind, tok: KmerTokenizer | None, context: int, overlap: int,

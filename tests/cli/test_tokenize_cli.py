@@ -477,3 +477,38 @@ def test_reads_with_bases_stored_as_equals_tokenize_as_spelled_out_ones(cli, dat
         seen = np.array(af.count_coverage("CHROMOSOME_I", 0, 200_000,
                                           quality_threshold=13)).sum(0) > 0
     assert states[1] >= seen.sum() - states[2] - states[3] > 200
+
+
+def test_a_pileup_region_whose_working_arrays_would_not_fit_is_refused(run_cli, data_root,
+                                                                       ce_fa, tmp_path,
+                                                                       monkeypatch):
+    """The check counted only the output windows (26 bytes a token: 26 MB for CHROMOSOME_I at
+    --context 1000), not the ~140 bytes a base the pileup of a region holds while it is
+    computed (a 1 Mb region measured at 157 in all), so a region it accepted could need
+    several times the memory it allowed. With 200 MB of memory (half may be used) the
+    1,009,800-bp region needs 26 MB + 162 MB: refused in one line that says to split it."""
+    import os
+
+    bam = tmp_path / "ce.bam"
+    pysam.sort("-o", str(bam), str(data_root / "reads" / "celegans_chrI" / "ce#1000.sam"))
+    pysam.index(str(bam))
+    real = os.sysconf
+    pages = 200_000_000 // real("SC_PAGE_SIZE")
+    monkeypatch.setattr(os, "sysconf", lambda n: pages if n == "SC_PHYS_PAGES" else real(n))
+    out = tmp_path / "out" / "p.npz"
+    argv = ["tokenize", bam, "--kind", "pileup", "--reference", ce_fa, "--context", 1000, "-q",
+            "--out", out]
+    code, _, err = run_cli(argv + ["-r", "CHROMOSOME_I"])
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert not out.parent.exists()
+    from genoctx.cli.tokenize import PILEUP_BYTES_PER_BASE
+
+    assert "1,010 windows of 1,000 tokens and the pileup of a 1,009,800-bp region" in lines[0]
+    assert "split the longest region (1,009,800 bp)" in lines[0]
+    assert f"~{PILEUP_BYTES_PER_BASE} bytes a base" in lines[0]
+    need = 1010 * (1000 * 26) + 1_009_800 * PILEUP_BYTES_PER_BASE  # windows + working
+    assert need > 100_000_000 > 1010 * (1000 * 26 + 400)  # the old estimate would pass
+    code, _, err = run_cli(argv + ["-r", "CHROMOSOME_I:1-200,000"])  # 5.2 + 32 MB: fits
+    assert code == 0, err
+    assert _load(out)["tokens"].shape == (200, 1000)
