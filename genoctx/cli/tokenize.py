@@ -252,13 +252,18 @@ def _check_paths(input: Path, out: Path, kind: Kind, reference: Path | None) -> 
 
         fmt, _ = sniff_format(input)
         aligned = fmt in ("bam", "cram", "sam")
+        # a pileup reads regions through an index, which a SAM cannot have: it is named as
+        # one to convert here, as open_alignment refuses it
+        sam = (f", from a sorted, indexed BAM (samtools sort -o {input.stem}.bam {input.name} "
+               "&& samtools index)") if fmt == "sam" else ""
         if aligned and kind is not Kind.pileup:
             raise InputError(f"{input} is {FORMAT_NAMES[fmt]}: aligned reads are tokenized with "
-                             "--kind pileup --reference REF.fa (the FASTA they are aligned to)")
+                             f"--kind pileup --reference REF.fa (the FASTA they are aligned to)"
+                             f"{sam}")
         if kind is Kind.pileup and fmt in ("fasta", "genbank", "embl"):
-            raise InputError(f"--kind pileup reads aligned reads (BAM, CRAM or SAM), and {input} "
-                             f"is {FORMAT_NAMES[fmt]}: give the reads as INPUT and this file as "
-                             "--reference, or drop --kind pileup")
+            raise InputError(f"--kind pileup reads aligned reads (a sorted BAM or CRAM), and "
+                             f"{input} is {FORMAT_NAMES[fmt]}: give the reads as INPUT and this "
+                             "file as --reference, or drop --kind pileup")
     if kind is Kind.pileup and reference is None:
         raise InputError("--kind pileup needs --reference REF.fa (the FASTA the reads are "
                          "aligned to)")

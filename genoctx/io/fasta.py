@@ -63,7 +63,8 @@ _FASTA_HINTS = {
     "embl": "convert it to FASTA first (e.g. Bio.SeqIO.convert(path, 'embl', out, 'fasta'))",
     "bam": "alignments are read with `genoctx tokenize --kind pileup --reference REF.fa`",
     "cram": "alignments are read with `genoctx tokenize --kind pileup --reference REF.fa`",
-    "sam": "alignments are read with `genoctx tokenize --kind pileup --reference REF.fa`",
+    "sam": "alignments are read with `genoctx tokenize --kind pileup --reference REF.fa` "
+           "from a sorted, indexed BAM (samtools sort -o x.bam FILE && samtools index x.bam)",
     "fastq": "reads are not a reference; give the FASTA they were aligned to",
 }
 

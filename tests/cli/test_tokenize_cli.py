@@ -512,3 +512,30 @@ def test_a_pileup_region_whose_working_arrays_would_not_fit_is_refused(run_cli, 
     code, _, err = run_cli(argv + ["-r", "CHROMOSOME_I:1-200,000"])  # 5.2 + 32 MB: fits
     assert code == 0, err
     assert _load(out)["tokens"].shape == (200, 1000)
+
+
+def test_sam_is_named_the_same_way_by_every_message(run_cli, data_root, ce_fa, tmp_path):
+    """The FASTA-as-reads message said --kind pileup reads "BAM, CRAM or SAM", and a SAM was
+    then refused (it cannot be indexed): every message now asks for a sorted BAM or CRAM, and
+    a SAM given where a FASTA or a pileup is expected is told how to convert it."""
+    sam = data_root / "reads" / "celegans_chrI" / "ce#1000.sam"
+    out = tmp_path / "out" / "t.npz"
+    runs = {
+        "fasta as reads": ["tokenize", ce_fa, "--kind", "pileup", "--reference", ce_fa],
+        "sam as pileup": ["tokenize", sam, "--kind", "pileup", "--reference", ce_fa, "-r",
+                          "CHROMOSOME_I:1-1000"],
+        "sam as fasta": ["tokenize", sam],
+        "sam to annotate": ["annotate", sam, "--model", "none"],
+    }
+    errs = {}
+    for case, argv in runs.items():
+        code, _, err = run_cli(argv + ["--out", out])
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and "Traceback" not in err, (case, err)
+        errs[case] = lines[0]
+    assert not out.parent.exists()
+    assert "reads aligned reads (a sorted BAM or CRAM)" in errs["fasta as reads"]
+    assert "SAM" not in errs["fasta as reads"]
+    assert "is SAM, which cannot be indexed" in errs["sam as pileup"]
+    for case in ("sam as pileup", "sam as fasta", "sam to annotate"):
+        assert "samtools sort -o" in errs[case] and "samtools index" in errs[case], case
