@@ -19,6 +19,7 @@ Region strings follow samtools:
 from __future__ import annotations
 
 import gzip
+import io
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -192,16 +193,38 @@ def _whole_contig(contig: str, whole: str, lengths: Mapping[str, int] | None) ->
 
 
 def _bed_lines(path: Path) -> Iterator[tuple[int, str]]:
-    with open(path, "rb") as fh:
-        gzipped = fh.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gzipped else open
-    try:
-        with opener(path, "rt", newline=None, encoding="utf-8", errors="replace") as fh:
-            yield from enumerate(fh, start=1)
-    except (EOFError, gzip.BadGzipFile, OSError) as exc:
-        if isinstance(exc, (FileNotFoundError, PermissionError)):
-            raise
-        raise InputError(f"{path}: cannot read BED file ({exc})") from exc
+    """Numbered lines of a BED file, plain or gzipped, opened once: a pipe (``--regions
+    <(...)``, /dev/stdin) cannot be read a second time."""
+    with open(path, "rb") as raw:
+        head = raw.read(2)
+        fh = io.BufferedReader(_Prefixed(head, raw))
+        try:
+            binary = gzip.GzipFile(fileobj=fh) if head == b"\x1f\x8b" else fh
+            text = io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None)
+            yield from enumerate(text, start=1)
+        except (EOFError, gzip.BadGzipFile, OSError) as exc:
+            if isinstance(exc, (FileNotFoundError, PermissionError)):
+                raise
+            raise InputError(f"{path}: cannot read BED file ({exc})") from exc
+
+
+class _Prefixed(io.RawIOBase):
+    """A raw stream that gives ``head`` (bytes already read from ``rest``) and then ``rest``."""
+
+    def __init__(self, head: bytes, rest):
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        if self.head:
+            n = min(len(buf), len(self.head))
+            buf[:n], self.head = self.head[:n], self.head[n:]
+            return n
+        data = self.rest.read(len(buf))
+        buf[:len(data)] = data
+        return len(data)
 
 
 def _bed_region(fields: list[str], where: str, lengths: Mapping[str, int] | None) -> Region:
@@ -240,8 +263,10 @@ def read_bed(path: str | Path, lengths: Mapping[str, int] | None = None) -> list
             message gives the file and line number).
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"BED file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"BED file {path} is a folder")
     regions = []
     for num, line in _bed_lines(path):
         stripped = line.strip()

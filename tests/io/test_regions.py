@@ -179,3 +179,29 @@ def test_read_bed_missing_and_truncated(tmp_path):
     (tmp_path / "t.bed.gz").write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError, match="cannot read BED"):
         read_bed(tmp_path / "t.bed.gz")
+    with pytest.raises(InputError, match="is a folder"):
+        read_bed(tmp_path)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_read_bed_from_a_pipe(tmp_path, gz):
+    """``--regions <(...)``: a named pipe is read once (it was refused as missing, and a
+    gzipped one could not be sniffed and then reopened)."""
+    import os
+    import threading
+
+    fifo = tmp_path / "regions.bed"
+    os.mkfifo(fifo)
+    data = b"track name=x\nchr1\t5\t10\nchr2\t0\t7\n"
+    data = gzip.compress(data) if gz else data
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        assert read_bed(fifo) == [Region("chr1", 5, 10), Region("chr2", 0, 7)]
+    finally:
+        writer.join(timeout=10)
