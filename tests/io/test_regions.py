@@ -199,9 +199,7 @@ def test_read_bed_from_a_pipe(tmp_path, gz):
         with open(fifo, "wb") as fh:
             fh.write(data)
 
-    writer = threading.Thread(target=feed)
+    writer = threading.Thread(target=feed, daemon=True)  # blocked until the pipe is read
     writer.start()
-    try:
-        assert read_bed(fifo) == [Region("chr1", 5, 10), Region("chr2", 0, 7)]
-    finally:
-        writer.join(timeout=10)
+    assert read_bed(fifo) == [Region("chr1", 5, 10), Region("chr2", 0, 7)]
+    writer.join(timeout=10)
