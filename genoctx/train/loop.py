@@ -1,8 +1,9 @@
 """A small, deterministic, resumable training loop (one device, or data-parallel processes).
 
-A run directory holds ``state/`` (model, optimizer and sampler state; safetensors + JSON, no
-pickle), ``loss.csv`` (one row per logged step), ``loss.png`` and ``run.json`` (the exact
-command, the data manifest of every input file with its sha256, settings, final metrics).
+A run directory holds ``state/`` (model, optimizer and sampler state: one safetensors file with
+the step, sampler and RNG state as JSON in its header, replaced whole; no pickle), ``loss.csv``
+(one row per logged step), ``loss.png`` and ``run.json`` (the exact command, the data manifest
+of every input file with its sha256, settings, final metrics).
 Re-running the same command resumes from ``state/`` and reaches the same result as an
 uninterrupted run (same seeds, same sampler stream, same step count). Under ``torchrun`` the
 processes average their gradients every step and only the first writes
@@ -24,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from genoctx.errors import InputError
@@ -77,6 +78,13 @@ def _optimizer(model: torch.nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8)
 
 
+# the key of the state's metadata (step, optimiser groups, sampler and RNG state) in the header
+# of state.safetensors: tensors and metadata are one file, replaced by one rename, so a stop at any
+# moment leaves the previous state or the new one, never the tensors of one beside the metadata of
+# the other (earlier versions wrote a state.json beside it; see _load_state)
+STATE_META = "genoctx_state"
+
+
 def _save_state(state_dir: Path, model, opt, step: int, extra: dict) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
     tensors = {f"model.{k}": v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
@@ -85,11 +93,12 @@ def _save_state(state_dir: Path, model, opt, step: int, extra: dict) -> None:
         for k, v in st.items():
             t = v if torch.is_tensor(v) else torch.tensor(v)
             tensors[f"opt.{pid}.{k}"] = t.detach().contiguous().cpu()
-    with atomic_path(state_dir / "state.safetensors") as tmp:
-        save_file(tensors, str(tmp))
     meta = {"step": step, "param_groups": osd["param_groups"], **extra}
-    with atomic_path(state_dir / "state.json") as tmp:
-        tmp.write_text(json.dumps(meta, default=_json_default))
+    header = {STATE_META: json.dumps(meta, default=_json_default)}
+    with atomic_path(state_dir / "state.safetensors") as tmp:
+        save_file(tensors, str(tmp), metadata=header)
+    # an earlier version's state.json is stale now; the file's own metadata is read first anyway
+    (state_dir / "state.json").unlink(missing_ok=True)
 
 
 def _json_default(o):
@@ -103,18 +112,35 @@ def _json_default(o):
 def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> dict | None:
     """The saved state's metadata, after loading its weights into ``model`` and ``opt``; None
     when there is none. A state saved with other ``settings``, or damaged, is an
-    :class:`InputError` that says what to do."""
-    if not (state_dir / "state.json").is_file():
-        if (state_dir / "state.safetensors").is_file():
-            raise InputError(f"{state_dir}: state.json is missing beside state.safetensors, so "
+    :class:`InputError` that says what to do.
+
+    The metadata is read from ``state.safetensors``'s header. A state written by an earlier
+    version keeps it in ``state.json`` beside the tensors, two files replaced one after the
+    other: such a pair is used only when the optimiser's own step count (saved with the
+    tensors) is the step that ``state.json`` names, since a stop between the two renames left
+    one step's weights beside another step's sampler and RNG state, and resumed silently to
+    another result."""
+    path, old = state_dir / "state.safetensors", state_dir / "state.json"
+    fix = f"remove {state_dir} to start the run again, or give another --out"
+    if not path.is_file():
+        if old.is_file():
+            raise InputError(f"{state_dir}: state.safetensors is missing beside state.json, so "
                              "the run cannot resume; remove state/ to start it again")
         return None
-    fix = f"remove {state_dir} to start the run again, or give another --out"
     try:
-        meta = json.loads((state_dir / "state.json").read_text())
+        with safe_open(str(path), "pt") as fh:
+            header = fh.metadata() or {}
+    except (SafetensorError, OSError) as exc:
+        raise InputError(f"{path} cannot be read ({exc}); {fix}") from None
+    source = path if STATE_META in header else old
+    if source == old and not old.is_file():
+        raise InputError(f"{path} holds no training metadata (step, sampler), so the run "
+                         f"cannot resume; {fix}")
+    try:
+        meta = json.loads(header[STATE_META] if source == path else old.read_text())
         step, groups = int(meta["step"]), meta["param_groups"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{state_dir / 'state.json'} is damaged ({exc}); {fix}") from None
+        raise InputError(f"{source} is damaged ({exc}); {fix}") from None
     saved = meta.get("settings")
     if settings is not None and saved is not None:
         changed = [f"{k} {saved.get(k)!r} → {v!r}" for k, v in settings.items()
@@ -128,6 +154,13 @@ def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> di
     except (SafetensorError, OSError) as exc:
         raise InputError(f"{state_dir / 'state.safetensors'} cannot be read ({exc}); "
                          f"{fix}") from None
+    if source == old:  # the two-file state of an earlier version: both of the same step?
+        counts = [int(v.max()) for k, v in tensors.items()
+                  if k.startswith("opt.") and k.endswith(".step")]
+        if counts and max(counts) != step:
+            raise InputError(f"{state_dir}: state.json says step {step} but state.safetensors "
+                             f"holds the weights of step {max(counts)} (the run was stopped "
+                             f"while its state was written); {fix}")
     try:
         model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
     except RuntimeError:

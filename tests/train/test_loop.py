@@ -1,5 +1,7 @@
 """The training loop is deterministic and resumes to the same result."""
 
+from pathlib import Path
+
 import numpy as np
 import torch
 import pytest
@@ -152,11 +154,21 @@ def test_a_resume_with_other_settings_is_refused(tmp_path, example_fasta):
     assert _tiny_run(tmp_path / "r", example_fasta, steps=2).steps == 2  # same settings: on
 
 
+def _rewrite_state(state_dir, metadata):
+    """Write state.safetensors again with other header metadata (None: none)."""
+    from safetensors.torch import save_file
+
+    tensors = load_file(str(state_dir / "state.safetensors"))
+    save_file(tensors, str(state_dir / "state.safetensors"), metadata=metadata)
+
+
 @pytest.mark.parametrize("damage, message", [
-    (lambda s: (s / "state.json").write_text('{"step": 1'), "state.json is damaged"),
-    (lambda s: (s / "state.json").write_text('{"sampler": 1}'), "state.json is damaged"),
+    (lambda s: _rewrite_state(s, {"genoctx_state": '{"step": 1'}), "state.safetensors is damaged"),
+    (lambda s: _rewrite_state(s, {"genoctx_state": '{"sampler": 1}'}),
+     "state.safetensors is damaged"),
     (lambda s: (s / "state.safetensors").write_bytes(b"\0" * 10), "cannot be read"),
-    (lambda s: (s / "state.json").unlink(), "state.json is missing"),
+    (lambda s: _rewrite_state(s, None), "holds no training metadata"),
+    (lambda s: (s / "state.safetensors").rename(s / "state.json"), "state.safetensors is missing"),
 ])
 def test_a_damaged_state_is_one_clear_error(tmp_path, example_fasta, damage, message):
     from genoctx.errors import InputError
@@ -165,6 +177,78 @@ def test_a_damaged_state_is_one_clear_error(tmp_path, example_fasta, damage, mes
     damage(tmp_path / "r" / "state")
     with pytest.raises(InputError, match=message):
         _tiny_run(tmp_path / "r", example_fasta, steps=2)
+
+
+def test_a_stop_while_the_state_is_written_keeps_a_whole_state(tmp_path, example_fasta,
+                                                               monkeypatch):
+    """The state was two files (tensors, then step/sampler/RNG state) renamed one after the
+    other: a stop between the renames (Ctrl-C, SIGTERM, a kill) left step-3 weights beside the
+    step-2 sampler, and the resume trained steps 3-4 again on top of them without a word. Stopped
+    after any one rename into state/, a resume now reaches the uninterrupted run's weights."""
+    import os
+
+    real_replace, renames = os.replace, []
+
+    def counted(src, dst, *a, **k):
+        real_replace(src, dst, *a, **k)
+        renames.extend([dst] if Path(dst).parent.name == "state" else [])
+
+    monkeypatch.setattr(os, "replace", counted)
+    _tiny_run(tmp_path / "whole", example_fasta, steps=4)
+    monkeypatch.setattr(os, "replace", real_replace)
+    want = load_file(str(tmp_path / "whole" / "state" / "state.safetensors"))
+    for stop_at in range(1, len(renames)):  # each save's renames (the last save's need none)
+        calls = []
+
+        def replace_then_stop(src, dst, *a, stop_at=stop_at, calls=calls, **k):
+            real_replace(src, dst, *a, **k)
+            if Path(dst).parent.name == "state":
+                calls.append(dst)
+                if len(calls) == stop_at:
+                    raise KeyboardInterrupt
+
+        run = tmp_path / f"stop{stop_at}"
+        monkeypatch.setattr(os, "replace", replace_then_stop)
+        with pytest.raises(KeyboardInterrupt):
+            _tiny_run(run, example_fasta, steps=4)
+        monkeypatch.setattr(os, "replace", real_replace)
+        assert _tiny_run(run, example_fasta, steps=4).steps == 4
+        got = load_file(str(run / "state" / "state.safetensors"))
+        for k in want:
+            if k.startswith("model."):
+                assert torch.equal(got[k], want[k]), (stop_at, k)
+        assert (run / "loss.csv").read_text().count("\n") == 5, stop_at
+
+
+def test_a_torn_state_of_an_earlier_version_is_refused(tmp_path, example_fasta):
+    """A state written before (tensors in state.safetensors, the step and sampler in state.json)
+    still resumes when both files are of one step, and is refused when they are not."""
+    import json
+
+    from safetensors import safe_open
+
+    from genoctx.errors import InputError
+
+    def as_old(state_dir, step=None):  # the two-file layout of an earlier genoctx
+        with safe_open(str(state_dir / "state.safetensors"), "pt") as fh:
+            header = fh.metadata() or {}
+        meta = json.loads(header.get("genoctx_state") or (state_dir / "state.json").read_text())
+        if step is not None:
+            meta["step"] = step
+        _rewrite_state(state_dir, None)
+        (state_dir / "state.json").write_text(json.dumps(meta))
+
+    for name in ("torn", "whole"):
+        _tiny_run(tmp_path / name, example_fasta, steps=3, stop_after=2)
+    as_old(tmp_path / "torn" / "state", step=1)
+    before = (tmp_path / "torn" / "loss.csv").read_text()
+    with pytest.raises(InputError, match=r"state.json says step 1 but state.safetensors holds "
+                                         r"the weights of step 2"):
+        _tiny_run(tmp_path / "torn", example_fasta, steps=3)
+    assert (tmp_path / "torn" / "loss.csv").read_text() == before
+    as_old(tmp_path / "whole" / "state")
+    assert _tiny_run(tmp_path / "whole", example_fasta, steps=3).steps == 3
+    assert not (tmp_path / "whole" / "state" / "state.json").exists()  # one file from now on
 
 
 def test_a_finished_run_or_a_foreign_log_is_not_overwritten(tmp_path, example_fasta):
