@@ -7,7 +7,9 @@ sha256 of every input file, and the validation metrics when given.
 Run: ``python -m genoctx.train.ship runs/annotation/export --lm-run runs/lm
 --metrics results/eval/metrics.json`` (the metrics of ``genoctx eval annotation-bacteria --model
 runs/annotation/export``). Every file of the export is copied (``decoder.json`` included), and
-each run directory's ``loss.csv`` / ``loss.png`` as ``<recipe>_loss.csv`` / ``.png``.
+each run directory's ``loss.csv`` / ``loss.png`` as ``<recipe>_loss.csv`` / ``.png``. Every input
+is read and checked before ``--dest`` is touched, and the new folder is built beside it and swapped
+in whole: a bad input is one line (exit status 2) and leaves ``--dest`` as it was.
 
 The gene decoder is code, so its validation numbers move without a new checkpoint: ``python -m
 genoctx.train.ship --validation results/eval/metrics.json`` (from ``genoctx eval
@@ -18,8 +20,12 @@ validation section, after checking that the metrics were measured with these ver
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 from genoctx.errors import GenoctxError
@@ -99,60 +105,169 @@ def init_chain(record: dict) -> list[dict]:
     return chain
 
 
+def _read_json(path: Path, what: str) -> dict:
+    """``path`` as a JSON object; a missing or malformed file is one :class:`GenoctxError` line
+    that says what it should be (``what``)."""
+    try:
+        value = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise GenoctxError(f"{path} is missing; {what}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GenoctxError(f"{path} cannot be read as JSON ({exc}); {what}") from None
+    if not isinstance(value, dict):
+        raise GenoctxError(f"{path} is not a JSON object; {what}")
+    return value
+
+
+METRICS_ARE = "give the metrics.json of `genoctx eval annotation-bacteria`"
+
+
+def _read_metrics(metrics: Path) -> tuple[dict, list[str]]:
+    """The metrics of ``metrics`` and their README table, or one :class:`GenoctxError` line."""
+    m = _read_json(metrics, METRICS_ARE)
+    benchmarks = m.get("benchmarks")
+    if not isinstance(benchmarks, dict) or "annotation-bacteria" not in benchmarks:
+        raise GenoctxError(f"{metrics}: no annotation-bacteria results; {METRICS_ARE}")
+    try:
+        return m, validation_lines(m)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise GenoctxError(f"{metrics}: malformed annotation-bacteria results ({type(exc).__name__}"
+                           f" {exc}); {METRICS_ARE}") from None
+
+
+def _training_lines(runs: list[dict], sources: list[Path]) -> list[str]:
+    """The README's sections on how the checkpoint was trained and from which input files, from
+    the run records (``sources``: the file each came from, named when one is malformed)."""
+    lines = ["## How it was trained (exact commands, in order)", ""]
+    files = ["## Input files (sha256, role)", ""]
+    seen = set()
+    for r, source in zip(runs, sources, strict=True):
+        try:
+            done = r.get("steps_done", r["loop"]["steps"])
+            device = r.get("device", "cpu")  # runs recorded before --device trained on the CPU
+            where = (f"{r['loop'].get('threads') or 'all'} CPU threads" if device == "cpu"
+                     else device)
+            if r.get("processes", 1) > 1:
+                where += f", {r['processes']} processes"
+            lines += [(f"- `{r['command']}` — recipe `{r['recipe']}`, {done} of "
+                       f"{r['loop']['steps']} scheduled steps of {r['batch_size']} × "
+                       f"{r['seq_len']} bases, final loss {r['final_loss']:.4f}, "
+                       f"{r['wall_s'] / 60:.1f} min on {where}")]
+            for f in r["data_files"]:
+                if f["path"] not in seen:
+                    seen.add(f["path"])
+                    files.append(f"- `{f['path']}` `{f['sha256']}` ({f['role']})")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GenoctxError(f"{source} is not a whole genoctx run record ({type(exc).__name__}"
+                               f" {exc}); ship runs that `genoctx train` finished") from None
+    lines += ["", ("`genoctx train --device auto` (the default) trains on a GPU when there is one; "
+                   "add `--device cpu` to rerun a CPU command above exactly.")]
+    return lines + [""] + files
+
+
+def _dest_folder(dest: Path) -> Path:
+    """``dest`` as the folder to replace (a link followed); one line when it cannot be one."""
+    dest = dest.resolve() if dest.is_symlink() else dest
+    if dest.exists() and not dest.is_dir():
+        raise GenoctxError(f"--dest {dest} is a file, not a folder")
+    if not dest.parent.is_dir():
+        raise GenoctxError(f"--dest {dest}: its folder {dest.parent} does not exist")
+    return dest
+
+
+@contextlib.contextmanager
+def _swapped_in(dest: Path):
+    """Yield a new empty folder beside ``dest`` to fill; once it is filled it takes ``dest``'s
+    place (the old folder moved aside and then removed), and on any failure it is removed with
+    ``dest`` untouched. Two renames: ``dest`` is missing only between them, and a failed second
+    one moves the old folder back."""
+    new = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new.", dir=dest.parent))
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(new, dest.stat().st_mode & 0o7777 if dest.exists() else 0o777 & ~mask)
+        yield new
+        if not dest.exists():
+            os.rename(new, dest)
+            return
+        aside = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
+        os.rename(dest, aside)  # onto the empty folder just made
+        try:
+            os.rename(new, dest)
+        except BaseException:
+            os.rename(aside, dest)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+
+
 def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) -> None:
+    """Ship ``export`` (with the lm run ``lm_run`` and validation ``metrics``) into ``dest``.
+
+    Every input is read and checked first, and the new folder is built beside ``dest`` and swapped
+    in at the end: ``dest`` cleared before the inputs were read lost the shipped checkpoint to a
+    bad ``--metrics`` or an lm run without its record. ``dest``'s own files that ship does not
+    write (``__init__.py``, the decoders' :data:`KEEP_PREFIX` files, folders) are carried over.
+    """
+    dest = _dest_folder(dest)
     load_annotation_model(export)  # verifies both sha256 files and that the weights load
-    record = json.loads((export / "TRAINING.json").read_text())
-    earlier = init_chain(record)  # read before dest is cleared: the init may be dest itself
+    record = _read_json(export / "TRAINING.json", "ship the export/ that `genoctx train` wrote")
+    earlier = init_chain(record)  # read before dest is replaced: the init may be dest itself
     files = sorted(p for p in export.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
     if size > MAX_BYTES:
-        raise SystemExit(f"export is {size / 2**20:.1f} MiB; the embedded default must be <= 25 MiB")
-    for p in dest.glob("*"):  # the decoders' KEEP_PREFIX files are fitted on their own
-        if p.is_file() and p.name != "__init__.py" and not p.name.startswith(KEEP_PREFIX):
-            p.unlink()
-    for p in files:
-        shutil.copy2(p, dest / p.name)
-    runs = [_with_wall(record, export.parent)]
-    run_dirs = [export.parent]
+        raise GenoctxError(f"export is {size / 2**20:.1f} MiB; the embedded default must be "
+                           "<= 25 MiB")
+    runs, run_dirs = [record], [export.parent]
+    sources = [export / "TRAINING.json"]
     if lm_run is not None:
-        runs.insert(0, _with_wall(json.loads((lm_run / "run.json").read_text()), lm_run))
-        shutil.copy2(lm_run / "run.json", dest / "TRAINING_lm.json")
+        lm_record = _read_json(lm_run / "run.json", "give --lm-run the folder of a finished "
+                               "`genoctx train --recipe lm` run")
+        runs.insert(0, lm_record)
         run_dirs.insert(0, lm_run)
-    for run, rec in zip(run_dirs, runs, strict=True):  # the runs' own loss logs and plots
-        for name in ("loss.csv", "loss.png"):
-            if (run / name).is_file():
-                shutil.copy2(run / name, dest / f"{rec['recipe']}_{name}")
-    if earlier:  # the whole chain, earliest first, for the next run trained on from this one
-        (dest / "TRAINING_earlier.json").write_text(json.dumps(earlier, indent=2) + "\n")
-        if lm_run is None and earlier[0].get("recipe") == "lm":
-            (dest / "TRAINING_lm.json").write_text(json.dumps(earlier[0], indent=2) + "\n")
-    runs = earlier + runs
-    if metrics is not None:
-        shutil.copy2(metrics, dest / "VALIDATION.json")
+        sources.insert(0, lm_run / "run.json")
+    try:
+        runs = [_with_wall(r, d) for r, d in zip(runs, run_dirs, strict=True)]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GenoctxError(f"{export.parent} or --lm-run: a run record or loss.csv is malformed "
+                           f"({type(exc).__name__} {exc})") from None
+    if earlier:  # the records of the --init chain (init_chain)
+        sources = [Path(f"--init {record.get('init')}")] * len(earlier) + sources
+    how = _training_lines(earlier + runs, sources)
+    validation = _read_metrics(metrics)[1] if metrics is not None else []
+    with _swapped_in(dest) as new:
+        if dest.is_dir():  # the files fitted apart from the checkpoint runs, and folders, kept
+            for p in dest.iterdir():
+                if p.is_dir() and not p.is_symlink():
+                    shutil.copytree(p, new / p.name, symlinks=True)
+                elif p.name == "__init__.py" or p.name.startswith(KEEP_PREFIX):
+                    shutil.copy2(p, new / p.name, follow_symlinks=False)
+        for p in files:
+            shutil.copy2(p, new / p.name)
+        if lm_run is not None:
+            shutil.copy2(lm_run / "run.json", new / "TRAINING_lm.json")
+        for run, rec in zip(run_dirs, runs, strict=True):  # the runs' own loss logs and plots
+            for name in ("loss.csv", "loss.png"):
+                if (run / name).is_file():
+                    shutil.copy2(run / name, new / f"{rec['recipe']}_{name}")
+        if earlier:  # the whole chain, earliest first, for the next run trained on from this one
+            (new / "TRAINING_earlier.json").write_text(json.dumps(earlier, indent=2) + "\n")
+            if lm_run is None and earlier[0].get("recipe") == "lm":
+                (new / "TRAINING_lm.json").write_text(json.dumps(earlier[0], indent=2) + "\n")
+        if metrics is not None:
+            shutil.copy2(metrics, new / "VALIDATION.json")
+        _write_readme(new, how, validation)
+
+
+def _write_readme(dest: Path, how: list[str], validation: list[str]) -> None:
+    """``dest/README.md``: what the checkpoint is, how it was trained (``how``), its files and
+    their sha256, and the ``validation`` table."""
     files = sorted(p for p in dest.iterdir() if p.is_file() and p.name != "__init__.py")
     lines = ["# The embedded default checkpoint", "",
              ("Trained by this project's own code from the train-role data of the data manifest; "
               "loaded by `genoctx annotate` / `--model embedded` after checking each sha256."), "",
-             "## How it was trained (exact commands, in order)", ""]
-    for r in runs:
-        done = r.get("steps_done", r["loop"]["steps"])
-        device = r.get("device", "cpu")  # runs recorded before --device trained on the CPU
-        where = (f"{r['loop'].get('threads') or 'all'} CPU threads" if device == "cpu"
-                 else device)
-        if r.get("processes", 1) > 1:
-            where += f", {r['processes']} processes"
-        lines += [(f"- `{r['command']}` — recipe `{r['recipe']}`, {done} of {r['loop']['steps']} "
-                   f"scheduled steps of {r['batch_size']} × {r['seq_len']} bases, final loss "
-                   f"{r['final_loss']:.4f}, {r['wall_s'] / 60:.1f} min on {where}")]
-    lines += ["", ("`genoctx train --device auto` (the default) trains on a GPU when there is one; "
-                   "add `--device cpu` to rerun a CPU command above exactly.")]
-    lines += ["", "## Input files (sha256, role)", ""]
-    seen = set()
-    for r in runs:
-        for f in r["data_files"]:
-            if f["path"] not in seen:
-                seen.add(f["path"])
-                lines.append(f"- `{f['path']}` `{f['sha256']}` ({f['role']})")
+             *how]
     lines += ["", "## Files", ""]
     for p in files:
         lines.append(f"- `{p.name}` ({p.stat().st_size:,} bytes)")
@@ -174,8 +289,7 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
                    "(`--mode eukaryote`), fitted on the CDS of the train-role eukaryote chunks by "
                    "`python -m genoctx.heads.eukaryote_coding` (command, inputs and sha256 in "
                    "`eukaryote_coding.json`); shipping a run keeps them."), ""]
-    if metrics is not None:
-        lines += validation_lines(json.loads(metrics.read_text()))
+    lines += validation
     (dest / "README.md").write_text("\n".join(lines) + "\n")
 
 
@@ -186,10 +300,7 @@ def refresh_validation(dest: Path, metrics: Path) -> None:
     the shipped files'), then replaces ``VALIDATION.json``, the README's validation section and
     the file sizes listed in the README.
     """
-    m = json.loads(metrics.read_text())
-    if "annotation-bacteria" not in m.get("benchmarks", {}):
-        raise GenoctxError(f"{metrics}: no annotation-bacteria results (the metrics.json of "
-                           "`genoctx eval annotation-bacteria`)")
+    m, table = _read_metrics(metrics)
     recorded = m.get("manifest", {}).get("model") or {}
     shipped = {"model_sha256": checkpoint.verify_digest(dest)}
     if (dest / "head.safetensors").is_file():
@@ -210,7 +321,7 @@ def refresh_validation(dest: Path, metrics: Path) -> None:
             readme[i] = f"- `{name}` ({sizes[name]:,} bytes)"
     while readme and not readme[-1]:
         readme.pop()
-    lines = readme + [""] + validation_lines(m)
+    lines = readme + [""] + table
     (dest / "README.md").write_text("\n".join(lines) + "\n")
 
 
@@ -230,8 +341,9 @@ def main(argv=None) -> None:
             refresh_validation(a.dest, a.validation)
         else:
             ship(a.export, a.dest, a.lm_run, a.metrics)
-    except GenoctxError as e:
-        raise SystemExit(f"error: {e}") from None
+    except (GenoctxError, OSError) as e:  # one line and status 2, as the genoctx CLI does
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -155,3 +155,61 @@ def test_a_run_trained_on_from_the_shipped_checkpoint_ships_with_every_command(r
         assert at == sorted(at), readme
         assert json.loads((dest / "TRAINING_lm.json").read_text())["recipe"] == "lm"
         assert len(json.loads((dest / "TRAINING_earlier.json").read_text())) == gen
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda t, lm: ["--metrics", t / "missing.json"], "missing.json is missing"),
+    (lambda t, lm: ["--metrics", _write(t / "empty.json", "{}")], "no annotation-bacteria"),
+    (lambda t, lm: ["--metrics", _write(t / "bad.json", '{"benchmarks": {"annotation-bacteria":'
+                                                        ' {"metrics": {}}}}')],
+     "malformed annotation-bacteria results"),
+    (lambda t, lm: ["--metrics", _write(t / "text.json", "not json")], "cannot be read as JSON"),
+    (lambda t, lm: ["--lm-run", _mkdir(t / "lm_stopped")], "run.json is missing"),
+    (lambda t, lm: ["--lm-run", lm, "--dest", t / "no" / "such" / "weights"], "does not exist"),
+])
+def test_a_bad_input_is_one_line_and_leaves_the_shipped_checkpoint_as_it_was(
+        runs, tmp_path, capsys, bad, message):
+    """ship cleared --dest (the embedded checkpoint by default) before it read the metrics and
+    the lm run's record: a bad one ended in a traceback with the weights' README gone and the bad
+    metrics in place. Every input is checked first now; the folder is replaced only whole."""
+    from genoctx.train.ship import main
+
+    lm, export, metrics = runs
+    dest = tmp_path / "weights"
+    dest.mkdir()
+    (dest / "__init__.py").write_text("")
+    ship(export, dest, lm, metrics)
+    before = _snapshot(dest)
+    argv = [export, "--dest", dest, "--lm-run", lm, "--metrics", metrics, *bad(tmp_path, lm)]
+    with pytest.raises(SystemExit) as stop:
+        main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+    assert _snapshot(dest) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".weights")]  # no leftovers
+
+
+def test_ship_makes_a_missing_dest_and_leaves_nothing_beside_it(runs, tmp_path):
+    lm, export, metrics = runs
+    dest = tmp_path / "new"
+    ship(export, dest, lm, metrics)
+    load_annotation_model(dest)
+    ship(export, dest, lm, metrics)  # and replaces it whole
+    assert "VALIDATION.json" in {p.name for p in dest.iterdir()}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".new")]
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def _mkdir(path):
+    path.mkdir()
+    return path
