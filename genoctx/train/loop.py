@@ -143,8 +143,9 @@ def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> di
         raise InputError(f"{source} is damaged ({exc}); {fix}") from None
     saved = meta.get("settings")
     if settings is not None and saved is not None:
-        changed = [f"{k} {saved.get(k)!r} → {v!r}" for k, v in settings.items()
-                   if saved.get(k) != v]
+        # a setting that the state predates (saved by an earlier version) is not compared
+        changed = [f"{k} {_shown(saved[k])} → {_shown(v)}" for k, v in settings.items()
+                   if k in saved and saved[k] != v]
         if changed:
             raise InputError(f"{state_dir.parent} was started with other settings "
                              f"({'; '.join(changed)}): a resumed run keeps the settings it "
@@ -178,6 +179,13 @@ def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> di
         raise InputError(f"{state_dir}: the optimiser state does not fit this model ({exc}); "
                          f"{fix}") from None
     return meta
+
+
+def _shown(value) -> str:
+    """A setting as a refusal names it: a sha256 shortened to its first 12 digits."""
+    if isinstance(value, str) and len(value) == 64:
+        return repr(value[:12] + "…")
+    return repr(value)
 
 
 def plot_losses(csv_path: Path, png_path: Path, title: str) -> None:

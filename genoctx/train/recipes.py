@@ -16,6 +16,7 @@ processes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -147,10 +148,36 @@ def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
         tmp.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
 
 
-def _settings(recipe: Recipe) -> dict:
-    """What a resumed run must share with its start, beside the loop's schedule and seed."""
+def _settings(recipe: Recipe, corpus, init: dict | None = None) -> dict:
+    """What a resumed run must share with its start, beside the loop's schedule and seed: the
+    recipe's shape, the weights it started from (``init``: :func:`_init_digests`) and the input
+    files it reads (``data_files_sha256``: :func:`data_files_digest`). A resume with another
+    ``--init`` or ``--data-root`` was accepted, and its run record then named only the last
+    invocation's init and files."""
+    init = init or {}
     return {"recipe": recipe.name, "flavour": recipe.flavour, "seq_len": recipe.seq_len,
-            "batch_size": recipe.batch_size, "eukaryote_weight": recipe.eukaryote_weight}
+            "batch_size": recipe.batch_size, "eukaryote_weight": recipe.eukaryote_weight,
+            "init_sha256": init.get("model_sha256"),
+            "init_head_sha256": init.get("head_sha256"),
+            "data_files_sha256": data_files_digest(corpus.files)}
+
+
+def data_files_digest(files: list[dict]) -> str:
+    """sha256 of the corpus's input files in the order read (each path and its sha256)."""
+    text = "".join(f"{f['path']}\t{f['sha256']}\n" for f in files)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _init_digests(init) -> dict:
+    """The sha256 of the ``--init`` checkpoint's weights (``model_sha256``, and ``head_sha256``
+    for an annotation export), each checked against its ``.sha256`` file."""
+    from genoctx.io.dataroot import sha256_file
+
+    directory = checkpoint.resolve_checkpoint(init)
+    digests = {"model_sha256": checkpoint.verify_digest(directory)}
+    if (directory / HEAD_WEIGHTS).is_file():
+        digests["head_sha256"] = sha256_file(directory / HEAD_WEIGHTS)
+    return digests
 
 
 def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
@@ -169,7 +196,7 @@ def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
         return model.lm_loss(torch.from_numpy(ids[mine]).to(dp.device))
 
     res = train_loop(model, step, sampler, run_dir, recipe.loop, title="lm pretraining",
-                     quiet=quiet, dp=dp, settings=_settings(recipe))
+                     quiet=quiet, dp=dp, settings=_settings(recipe, corpus))
     export = run_dir / "export"
     if dp.main:
         model.eval().save_pretrained(export)
@@ -210,8 +237,9 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
         aux = backbone.aux_loss()
         return {"loss": ce + LM_WEIGHT * lm + aux, "ce": ce, "lm": lm, "aux": aux}
 
+    init_digests = _init_digests(init) if init is not None else None
     res = train_loop(model, step, sampler, run_dir, recipe.loop, title="annotation head",
-                     quiet=quiet, dp=dp, settings=_settings(recipe))
+                     quiet=quiet, dp=dp, settings=_settings(recipe, corpus, init_digests))
     export = run_dir / "export"
     from genoctx.heads.annotation import save_annotation_model
 
@@ -220,6 +248,8 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
         _write_run_record(run_dir, recipe, corpus,
                           {"final_loss": res.final_loss, "wall_s": res.wall_s,
                            "steps_done": res.steps, "init": str(init) if init else None,
+                           # what ship checks an --lm-run against (the init's weights)
+                           "init_sha256": init_digests and init_digests["model_sha256"],
                            "eukaryote_weight": recipe.eukaryote_weight,
                            "sample_shares": corpus_mod.sample_shares(corpus)}, dp)
         shutil.copy(run_dir / "run.json", export / "TRAINING.json")

@@ -37,3 +37,52 @@ def test_init_from_an_annotation_export_keeps_its_head(tmp_path, data_root):
         (tmp_path / "lm" / name).write_bytes((tmp_path / "a" / "export" / name).read_bytes())
     head_c, _ = _train(tmp_path, data_root, "c", "--init", "lm", "--lr", "1e-30", "--seed", "1")
     assert any(not torch.allclose(head_c[k], head_a[k], atol=1e-3) for k in head_a)
+
+
+def _cli(tmp_path, *args):
+    """``genoctx train`` of this tree (not another installed copy) at the smallest size."""
+    import os
+    from pathlib import Path
+
+    base = [sys.executable, "-m", "genoctx", "train", "--steps", "2", "--batch-size", "2",
+            "--seq-len", "128", "--threads", "1", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.run(base + [str(a) for a in args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, env=env, check=False)
+
+
+def test_a_resume_with_another_init_or_data_root_is_refused(tmp_path, data_root):
+    """The weights a run started from and the files it reads are settings a resume must keep:
+    another --init (or none) or a --data-root whose manifest lists other files was resumed
+    silently, and the run record then described only the last invocation."""
+    root2 = tmp_path / "root2"  # the same data, one pretraining genome left out of its manifest
+    root2.mkdir()
+    for p in data_root.iterdir():
+        if p.name != "MANIFEST.tsv":
+            (root2 / p.name).symlink_to(p)
+    rows = (data_root / "MANIFEST.tsv").read_text().splitlines(keepends=True)
+    (root2 / "MANIFEST.tsv").write_text("".join(
+        r for r in rows if not r.startswith("genomes/unannotated/Klebs_HS11286")))
+
+    def refused(run, setting, *args):
+        state = (tmp_path / run / "state" / "state.safetensors").read_bytes()
+        log = (tmp_path / run / "loss.csv").read_text()
+        res = _cli(tmp_path, *args, "--out", run)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1, res.stderr[-3000:]
+        assert f"other settings ({setting} " in lines[0], lines[0]
+        assert (tmp_path / run / "state" / "state.safetensors").read_bytes() == state
+        assert (tmp_path / run / "loss.csv").read_text() == log
+
+    lm = ["--recipe", "lm"]
+    assert _cli(tmp_path, *lm, "--data-root", data_root, "--stop-after", "1",
+                "--out", "lm").returncode == 0
+    refused("lm", "data_files_sha256", *lm, "--data-root", root2)
+    assert _cli(tmp_path, *lm, "--data-root", data_root, "--out", "lm").returncode == 0
+
+    ann = ["--recipe", "annotation", "--data-root", data_root]
+    assert _cli(tmp_path, *ann, "--init", "lm/export", "--stop-after", "1",
+                "--out", "ann").returncode == 0
+    refused("ann", "init_sha256", *ann)  # the same command without --init
+    record = json.loads((tmp_path / "ann" / "run.json").read_text())
+    assert record["init"] == "lm/export" and len(record["init_sha256"]) == 64
