@@ -9,7 +9,9 @@ Run: ``python -m genoctx.train.ship runs/annotation/export --lm-run runs/lm
 runs/annotation/export``). Every file of the export is copied (``decoder.json`` included), and
 each run directory's ``loss.csv`` / ``loss.png`` as ``<recipe>_loss.csv`` / ``.png``. Every input
 is read and checked before ``--dest`` is touched, and the new folder is built beside it and swapped
-in whole: a bad input is one line (exit status 2) and leaves ``--dest`` as it was.
+in whole: a bad input is one line (exit status 2) and leaves ``--dest`` as it was. The metrics
+must have been measured with the export's weights (their recorded sha256), and the ``--lm-run``
+must be the run whose export the annotation run started from (``--init``).
 
 The gene decoder is code, so its validation numbers move without a new checkpoint: ``python -m
 genoctx.train.ship --validation results/eval/metrics.json`` (from ``genoctx eval
@@ -202,6 +204,45 @@ def _swapped_in(dest: Path):
         shutil.rmtree(new, ignore_errors=True)
 
 
+def check_measured_with(m: dict, metrics: Path, checkpoint_dir: Path, fix: str) -> None:
+    """Refuse metrics ``m`` (read from ``metrics``) unless their recorded model and head sha256
+    are those of the weights in ``checkpoint_dir``: a table of other weights' numbers must not
+    go into the README of these."""
+    manifest = m.get("manifest")
+    recorded = manifest.get("model") if isinstance(manifest, dict) else None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    shipped = {"model_sha256": checkpoint.verify_digest(checkpoint_dir)}
+    if (checkpoint_dir / "head.safetensors").is_file():
+        shipped["head_sha256"] = sha256_file(checkpoint_dir / "head.safetensors")
+    for key, digest in shipped.items():
+        if recorded.get(key) != digest:
+            raise GenoctxError(f"{metrics} was measured with {key} "
+                               f"{recorded.get(key) or '(none recorded)'}, not the shipped "
+                               f"{digest} in {checkpoint_dir}: {fix}")
+
+
+def _check_lm_run(record: dict, lm_run: Path) -> None:
+    """Refuse an ``--lm-run`` whose export is not the annotation run's ``--init``: its command
+    would head the README as the first step of weights that never came from it. The run record
+    names the init's weights by sha256 (``init_sha256``); an earlier one only by its path, read
+    from the folder the run was started in (``cwd``, where recorded)."""
+    export = lm_run / "export"
+    init = record.get("init")
+    if record.get("init_sha256"):
+        try:
+            same = checkpoint.verify_digest(export) == record["init_sha256"]
+        except OSError:
+            raise GenoctxError(f"--lm-run {lm_run} has no export/ with its weights; give the "
+                               "folder of a finished `genoctx train --recipe lm` run") from None
+    else:
+        base = Path(record.get("cwd") or ".")
+        same = init is not None and (base / init).resolve() == export.resolve()
+    if not same:
+        began = f"from --init {init}" if init else "from random weights (no --init)"
+        raise GenoctxError(f"--lm-run {lm_run}: the annotation run started {began}, not from "
+                           f"{export}; give the lm run its --init was, or no --lm-run")
+
+
 def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) -> None:
     """Ship ``export`` (with the lm run ``lm_run`` and validation ``metrics``) into ``dest``.
 
@@ -224,6 +265,7 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     if lm_run is not None:
         lm_record = _read_json(lm_run / "run.json", "give --lm-run the folder of a finished "
                                "`genoctx train --recipe lm` run")
+        _check_lm_run(record, lm_run)
         runs.insert(0, lm_record)
         run_dirs.insert(0, lm_run)
         sources.insert(0, lm_run / "run.json")
@@ -235,7 +277,11 @@ def ship(export: Path, dest: Path, lm_run: Path | None, metrics: Path | None) ->
     if earlier:  # the records of the --init chain (init_chain)
         sources = [Path(f"--init {record.get('init')}")] * len(earlier) + sources
     how = _training_lines(earlier + runs, sources)
-    validation = _read_metrics(metrics)[1] if metrics is not None else []
+    validation = []
+    if metrics is not None:
+        m, validation = _read_metrics(metrics)
+        check_measured_with(m, metrics, export, "evaluate the export that is shipped "
+                            f"(genoctx eval annotation-bacteria --model {export})")
     with _swapped_in(dest) as new:
         if dest.is_dir():  # the files fitted apart from the checkpoint runs, and folders, kept
             for p in dest.iterdir():
@@ -301,15 +347,7 @@ def refresh_validation(dest: Path, metrics: Path) -> None:
     the file sizes listed in the README.
     """
     m, table = _read_metrics(metrics)
-    recorded = m.get("manifest", {}).get("model") or {}
-    shipped = {"model_sha256": checkpoint.verify_digest(dest)}
-    if (dest / "head.safetensors").is_file():
-        shipped["head_sha256"] = sha256_file(dest / "head.safetensors")
-    for key, digest in shipped.items():
-        if recorded.get(key) != digest:
-            raise GenoctxError(f"{metrics} was measured with {key} "
-                               f"{recorded.get(key) or '(none recorded)'}, not the shipped "
-                               f"{digest} in {dest}: evaluate the shipped model")
+    check_measured_with(m, metrics, dest, "evaluate the shipped model")
     readme = (dest / "README.md").read_text().splitlines()
     if VALIDATION_HEADING in readme:
         readme = readme[:readme.index(VALIDATION_HEADING)]

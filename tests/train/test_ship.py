@@ -25,8 +25,11 @@ def _record(recipe: str, command: str) -> dict:
 
 @pytest.fixture
 def runs(tmp_path):
+    from genoctx.io.dataroot import sha256_file
+    from genoctx.model.checkpoint import verify_digest
+
     lm = tmp_path / "lm"
-    lm.mkdir()
+    GenoCtxModel.from_config("tiny").save_pretrained(lm / "export")
     (lm / "run.json").write_text(json.dumps(_record("lm", "genoctx train --recipe lm")))
     (lm / "loss.csv").write_text("step,lr,elapsed_s,loss\n5,1e-3,90.0,1.3\n")
     ann = tmp_path / "ann"
@@ -34,13 +37,16 @@ def runs(tmp_path):
     backbone = GenoCtxModel.from_config("tiny")
     save_annotation_model(export, backbone, AnnotationHead(AnnotationHeadConfig(in_dim=256)))
     (export / "TRAINING.json").write_text(json.dumps(
-        _record("annotation", "genoctx train --recipe annotation --init runs/lm/export")))
+        _record("annotation", "genoctx train --recipe annotation --init runs/lm/export")
+        | {"init": "runs/lm/export", "init_sha256": verify_digest(lm / "export")}))
     (export / "decoder.json").write_text('{"neural_gene_weight": 0.25}')
     (ann / "loss.csv").write_text("step,lr,elapsed_s,loss\n5,1e-3,120.0,1.1\n")
     metrics = tmp_path / "metrics.json"
     row = {"sensitivity": 0.9, "precision": 0.95, "f1": 0.924, "start_agreement": 0.88}
     metrics.write_text(json.dumps({
-        "manifest": {"command": "genoctx eval annotation-bacteria --model runs/ann/export"},
+        "manifest": {"command": "genoctx eval annotation-bacteria --model runs/ann/export",
+                     "model": {"model_sha256": verify_digest(export),
+                               "head_sha256": sha256_file(export / "head.safetensors")}},
         "benchmarks": {"annotation-bacteria": {"metrics": {"genomes": {"G": {
             "genoctx (model)": row, "prodigal": row,
             "per_base": {"f1": 0.8, "mcc": 0.6}}}}}}}))
@@ -213,3 +219,39 @@ def _write(path, text):
 def _mkdir(path):
     path.mkdir()
     return path
+
+
+def test_ship_refuses_metrics_of_other_weights_and_an_lm_run_that_is_not_the_init(runs, tmp_path,
+                                                                                 capsys):
+    """`ship --validation` refused metrics measured with other weights, but `ship --metrics`
+    put their table into the README; and any --lm-run was listed as the first step of weights
+    whose backbone never came from it. Both are refused now, the destination left as it was."""
+    from genoctx.train.ship import main
+
+    lm, export, metrics = runs
+    dest = tmp_path / "weights"
+    dest.mkdir()
+    ship(export, dest, lm, metrics)
+    before = _snapshot(dest)
+    other = json.loads(metrics.read_text())
+    other["manifest"]["model"]["model_sha256"] = "0" * 64
+    other_metrics = _write(tmp_path / "other.json", json.dumps(other))
+    other_lm = tmp_path / "lm2"
+    GenoCtxModel.from_config("tiny").save_pretrained(other_lm / "export")
+    (other_lm / "run.json").write_text((lm / "run.json").read_text())
+    record = json.loads((export / "TRAINING.json").read_text())
+    for argv, message in [
+        (["--lm-run", lm, "--metrics", other_metrics], "was measured with model_sha256 000000"),
+        (["--lm-run", other_lm, "--metrics", metrics], "not from " + str(other_lm / "export")),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            main([str(a) for a in [export, "--dest", dest, *argv]])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and message in err and err.count("\n") == 1, err
+        assert _snapshot(dest) == before
+    from genoctx.train.ship import _check_lm_run
+
+    with pytest.raises(GenoctxError, match=r"started from random weights \(no --init\)"):
+        _check_lm_run({**record, "init": None, "init_sha256": None}, lm)
+    _check_lm_run({**record, "init_sha256": None, "cwd": str(tmp_path / "x")}
+                  | {"init": str(lm / "export")}, lm)  # an earlier record: by its path
