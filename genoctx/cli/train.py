@@ -61,6 +61,10 @@ def train(
     if init is not None and r.name != "annotation":
         raise InputError("--init applies to the annotation recipe only (lm pretraining starts "
                          "from random weights)")
+    if init is not None:  # here, not after the corpus is read (tens of seconds) as it was
+        from genoctx.model import checkpoint
+
+        checkpoint.resolve_checkpoint(init)
     # Before torch starts its worker threads, in case they take the flush-to-zero mode from the
     # thread that starts them (genoctx.train.loop.train_loop sets it again for library callers).
     torch.set_flush_denormal(True)

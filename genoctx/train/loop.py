@@ -17,6 +17,7 @@ import csv
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -411,7 +412,8 @@ def _truncate_csv(path: Path, step: int) -> float:
 
 def command_line() -> str:
     """The command that started this process, for the run record (under ``torchrun``, the
-    launch: ``torchrun --nnodes N --nproc_per_node M -m genoctx train ...``)."""
+    launch: ``torchrun --nnodes N --nproc_per_node M -m genoctx train ...``), its arguments
+    shell-quoted; relative paths in it are relative to the run record's ``cwd``."""
     if not sys.argv:
         return ""
     prog = Path(sys.argv[0]).name
@@ -423,7 +425,8 @@ def command_line() -> str:
                 + (prog if prog.startswith("-m ") else f"$(which {prog})"))
     elif prog.startswith("-m "):
         prog = "python " + prog
-    return " ".join([prog] + sys.argv[1:])
+    # quoted as a shell reads it back: a path with a space or an "&" reran as another command
+    return " ".join([prog, shlex.join(sys.argv[1:])]) if sys.argv[1:] else prog
 
 
 def loop_config_dict(cfg: LoopConfig) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, replace
@@ -132,7 +133,8 @@ def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
                       dp: DataParallel | None = None) -> None:
     dp = dp or DataParallel()
     record = {
-        "recipe": recipe.name, "command": command_line(), "flavour": recipe.flavour,
+        "recipe": recipe.name, "command": command_line(), "cwd": os.getcwd(),
+        "flavour": recipe.flavour,
         "seq_len": recipe.seq_len, "batch_size": recipe.batch_size, "processes": dp.world,
         "device": dp.device, "batch_per_process": recipe.batch_size // dp.world,
         "loop": asdict(recipe.loop),

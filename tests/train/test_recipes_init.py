@@ -86,3 +86,27 @@ def test_a_resume_with_another_init_or_data_root_is_refused(tmp_path, data_root)
     refused("ann", "init_sha256", *ann)  # the same command without --init
     record = json.loads((tmp_path / "ann" / "run.json").read_text())
     assert record["init"] == "lm/export" and len(record["init_sha256"]) == 64
+    assert record["cwd"] == str(tmp_path)  # what the relative paths of its command are under
+
+
+def test_a_missing_init_is_refused_before_the_data_is_read(tmp_path, cli):
+    """It was refused only after the whole annotation corpus was read and guarded (tens of
+    seconds); now before any data: a missing data root is not even looked at."""
+    code, _, err = cli(["train", "--recipe", "annotation", "--init", tmp_path / "nope",
+                        "--data-root", tmp_path / "no-data", "--out", tmp_path / "run"])
+    assert code == 2 and f"model checkpoint {tmp_path / 'nope'} not found" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_recorded_command_reruns_as_given(monkeypatch):
+    """The command in run.json (and TRAINING.json, ship's README) was the arguments joined by
+    spaces: `--out "runs/my run"` and a data root with an "&" did not rerun."""
+    import shlex
+
+    from genoctx.train.loop import command_line
+
+    args = ["train", "--recipe", "lm", "--out", "runs/my run", "--data-root", "/data/a&b"]
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/genoctx", *args])
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    line = command_line()
+    assert line.startswith("genoctx train ") and shlex.split(line)[1:] == args
