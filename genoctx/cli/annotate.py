@@ -93,8 +93,9 @@ def annotate(
                                 "RNA-gene finders beside the decoder, records side by side under "
                                 "meta or in eukaryote mode; 0: every core available. The output does not depend on it."),
     closed: bool = typer.Option(False, "--closed", "-c", help="Complete, closed sequences: no "
-                                "gene runs off a sequence end (as Prodigal's -c). A region's "
-                                "edge inside its sequence stays open: genes there are partial."),
+                                "gene runs off a sequence end (as Prodigal's -c; in eukaryote "
+                                "mode too). A region's edge inside its sequence stays open: "
+                                "genes there are partial."),
     circular: bool = typer.Option(False, "--circular", help="Every sequence is a whole "
                                   "circular replicon (a complete genome's chromosomes and "
                                   "plasmids): closed, and genes may cross the origin (GFF3: end "

@@ -246,8 +246,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     leaves out CDS calls whose probability is below it (:func:`drop_weak_genes`; prokaryote
     mode).
     ``workers`` processes share the decoding (see :func:`call_bacterial`; in eukaryote mode,
-    batches of records and long records side by side); the output does not depend on it. ``closed`` keeps genes from running off sequence ends (prokaryote mode): a
-    target's own ends where it reaches them; a target's edge inside its sequence stays open.
+    batches of records and long records side by side); the output does not depend on it.
+    ``closed`` keeps genes from running off sequence ends (in either mode): a target's own
+    ends where it reaches them; a target's edge inside its sequence stays open.
     ``circular`` marks every sequence (True), or those named (a collection of sequence names),
     as a whole circular replicon (chromosomes and plasmids of a complete genome): a target that
     covers its sequence is closed and its genes may cross the origin (end past the sequence's
@@ -277,8 +278,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if mode == "eukaryote" and circular:
         raise InputError("--circular and --circular-declared are for bacterial and archaeal "
                          "replicons (prokaryote mode)")
-    if mode == "eukaryote" and (closed or procedure != "auto" or rna in ("tools", "model")):
-        given = [o for o, on in (("--closed", closed), ("--procedure", procedure != "auto"),
+    if mode == "eukaryote" and (procedure != "auto" or rna in ("tools", "model")):
+        given = [o for o, on in (("--procedure", procedure != "auto"),
                                  (f"--rna {rna}", rna in ("tools", "model"))) if on]
         raise InputError(f"{', '.join(given)}: for prokaryote mode (eukaryote mode decodes "
                          "spliced genes only, from the model, with no RNA genes)")
@@ -326,7 +327,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         genes, tracks = _annotate_eukaryote(
             fa, targets, names, lengths, backbone, head, path, context=context, overlap=overlap,
             batch_size=batch_size, need_tracks=need_tracks, workers=workers, quiet=quiet,
-            note=note)
+            note=note, closed=closed)
         return Annotation(genes, [], list(targets), lengths, tracks, sha, mode, Path(path))
 
     def circle(contig: str) -> bool:  # a whole circular replicon (its regions are lines)
@@ -481,11 +482,11 @@ def _windows(targets: list[Region], lengths: dict[str, int], flank: int) -> list
 
 
 def _annotate_eukaryote(fa, targets, names, lengths, backbone, head, path, *, context, overlap,
-                        batch_size, need_tracks, workers, quiet, note):
-    """Spliced genes and tracks of ``targets``. The spliced decoder starts and ends outside
-    genes, so a gene cut by a region's edge would be refitted inside it (a made-up complete
-    gene): each region is decoded with up to :data:`REGION_FLANK` bases of its record on each
-    side, and a gene that crosses a region's edge is left out (with a note), not cut."""
+                        batch_size, need_tracks, workers, quiet, note, closed=False):
+    """Spliced genes and tracks of ``targets``. Each region is decoded with up to
+    :data:`REGION_FLANK` bases of its record on each side, and a gene that crosses a region's
+    edge is left out (with a note), not cut. A gene may run off the record's own ends (it is
+    partial there: the sequence goes on beyond them), unless ``closed``."""
     from genoctx.heads.annotation import predict_probs_many
     from genoctx.heads.spliced_decoder import channel_probs, decode_many
 
@@ -515,7 +516,11 @@ def _annotate_eukaryote(fa, targets, names, lengths, backbone, head, path, *, co
                                  for k, v in EUKARYOTE_TRACKS.items()}
             del p
     with status("decoding spliced genes", quiet):
-        spliced = _by_contig(decode_many(records, probs, workers=workers))
+        # a window's edge inside its record is open (the record goes on beyond it); the
+        # record's own ends are, unless closed
+        ends = {name: (a > 0 or not closed, b < lengths[contig] or not closed)
+                for (contig, a, b, _), (name, _) in zip(windows, records)}
+        spliced = _by_contig(decode_many(records, probs, workers=workers, open_ends=ends))
     genes, crossing = [], 0
     for (contig, a, b, inside), (name, _) in zip(windows, records):
         for g in _shift_spliced(spliced.get(name, []), contig, a):

@@ -64,7 +64,13 @@ codons when its last base is read after the acceptor. Transitions (``t-1 → t``
 
 Transition log-probabilities come from geometric lengths (``DecoderParams``: mean intergenic,
 exon and intron lengths; both strands equally likely), so mirrored paths score the same and the
-reverse complement of the input gives the mirrored genes. The path starts and ends in ``IG``.
+reverse complement of the input gives the mirrored genes. The path starts and ends in ``IG``
+at a closed end of the sequence; at an open one (``DecoderParams.partial_ends``, the default:
+the sequence goes on beyond it, as a contig of a draft assembly does) it may start in an exon
+or intron state (``E``, ``T``, or an intron without a remembered prefix) and end in any exon or
+intron state but ``N`` and ``F``, so a gene may run off the end: it is kept cut to its whole
+codons and marked ``partial``. Near the start no intron begins at the first base or ends
+within ``min_intron`` bases, so a gene cut at one end scores as its mirror cut at the other.
 Entering and leaving an intron also scores the splice sites' context (``splice_weight`` × the
 log-odds of :mod:`genoctx.heads.splice_sites`, fitted on the train eukaryotes): the
 donor ``MAG|GTRAGT`` and the acceptor ``YYYY…CAG|G`` beyond the GT / AG the gates require.
@@ -88,6 +94,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -180,6 +187,11 @@ class DecoderParams:
     # annotated intron: the calls there are the same with and without the rule
     # (benchmarks/eukaryote_train_chunks.py --held-out --splice-model lr --param gap_bases=0,50)
     gap_bases: int = GAP_BASES
+    # genes may run off the ends of a record (the sequence goes on beyond them: a contig of a
+    # draft assembly, a chunk of a chromosome), as in prokaryote mode: such a gene is kept cut
+    # to its whole codons and marked partial (GFF3 ``partial``/``start_range``/``end_range``).
+    # False: every gene lies whole inside its record (``genoctx annotate --closed``)
+    partial_ends: bool = True
 
     def __post_init__(self):
         if self.min_intron < 5:
@@ -216,6 +228,9 @@ class SplicedGene:
     cds: tuple[tuple[int, int], ...]
     score: float = float("nan")
     attrs: dict = field(default_factory=dict, compare=False)
+    # (5', 3') along the strand: the gene runs off that end of its sequence (an open end,
+    # DecoderParams.partial_ends); its CDS then holds whole codons only
+    partial: tuple[bool, bool] = (False, False)
 
     @property
     def start(self) -> int:
@@ -320,6 +335,8 @@ class _Machine:
                         _CH_INTRON[sig.strand], kind, sig.strand)
         self.idx = idx
         self.S = len(self.names)
+        # forward codon position of each coding state (-1: IG and intron states)
+        self.q = np.asarray([int(n[2]) if n[0] in "NEXTU" else -1 for n in self.names])
         self.f_states = [i for i, n in enumerate(self.names) if n.startswith("F")]
         self.nF = len(self.f_states)
         self.neg_slot = self.S + self.nF
@@ -328,6 +345,23 @@ class _Machine:
         ig_leave = math.log(1 / p.mean_intergenic) + math.log(0.5)
         ex_stay, ex_leave = math.log1p(-1 / p.mean_exon), math.log(1 / p.mean_exon)
         in_stay, in_leave = math.log1p(-1 / p.mean_intron), math.log(1 / p.mean_intron)
+        # a gene cut by an open end of the sequence (DecoderParams.partial_ends): the path may
+        # begin in a coding state or a prefix-free intron state (before the first base, at
+        # the cost of entering a gene) and end in any coding or intron state after the last
+        # base (at the cost of leaving that exon or intron), so that a gene cut at either end
+        # of the reverse complement scores as its mirror; the first codon's own states (N)
+        # stay closed
+        letter = [n[0] if k != "IG" else "" for n, k in zip(self.names, self.kind)]
+        self.open_start = np.asarray([i for i, (c, n) in enumerate(zip(letter, self.names))
+                                      if c in ("E", "T") or (c == "I" and n[3:] in ("", "*"))],
+                                     dtype=np.intp)
+        self.open_end = np.asarray([i for i, c in enumerate(letter) if c and c not in "NF"],
+                                   dtype=np.intp)
+        # (less the stay into the first base: the state before it is no base of the sequence)
+        self.open_start_logp = np.asarray([ig_leave - (in_stay if self.kind[i] == "intron"
+                                                       else ex_stay) for i in self.open_start])
+        self.open_end_logp = np.asarray([in_leave if self.kind[i] == "intron" else ex_leave
+                                         for i in self.open_end])
         m, me = p.min_intron, p.min_exon
         self.min_exon = me
         self.exon_slot = self.neg_slot + 1  # + state: that state min_exon positions back
@@ -437,6 +471,18 @@ class _Machine:
             [col for col, r in self.slot
              if r.strand == s and r.cond[0].startswith(kind) and r.q0 < 0],
             dtype=np.intp) for s in (1, -1) for kind in ("donor", "acceptor")}
+        # near the start of a sequence, no intron may begin at the first base or end before
+        # min_intron bases (its exon, or its minimum length, would lie before the sequence).
+        # A path from IG cannot take these steps anyway; one that begins inside a gene (an
+        # open end) must not, so that it holds nothing the mirrored path, cut at the other
+        # end, could not: the acceptor steps (t - 1: the intron's last base) and jumps (the
+        # acceptor min_exon - 1 bases back)
+        self.donor_cols = np.asarray([col for col, r in self.slot if r.dst in self.f_states],
+                                     dtype=np.intp)
+        self.acceptor_cols = np.asarray(
+            [col for col, r in self.slot if r.q0 < 0 and self.kind[r.dst] == "exon"
+             and r.src < self.S and self.kind[r.src] == "intron"], dtype=np.intp)
+        self.jump_cols = np.asarray([col for col, _ in self.jumps], dtype=np.intp)
 
 
 # ----------------------------------------------------------------------------- signals
@@ -569,13 +615,18 @@ def _machine(p: DecoderParams) -> _Machine:
 
 
 def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderParams,
-                   block: int = 4096, sites=None) -> list[np.ndarray]:
-    """State path of every sequence of the batch, each int16 ``[L_b]``."""
+                   block: int = 4096, sites=None,
+                   ends: list[tuple[bool, bool]] | None = None) -> list[np.ndarray]:
+    """State path of every sequence of the batch, each int16 ``[L_b]``. ``ends`` says, per
+    sequence, whether its (left, right) end is open: a gene may run off it (the path begins
+    or ends inside a gene, :attr:`_Machine.open_start` / :attr:`_Machine.open_end`); closed
+    ends (the default) begin and end the path in IG."""
     mc = _machine(p)
     B, S, K, m, me = len(codes), mc.S, mc.K, p.min_intron, p.min_exon
     M = max(m, me)  # positions of history kept
     lens = [len(x) for x in codes]
     Lmax = max(lens)
+    ends = ends or [(False, False)] * B
     xp = _codes_padded(codes, Lmax)
     ch_BLC = np.full((B, Lmax, 9), NEG, dtype=np.float64)
     ch_BLC[:, :, _CH_IG] = 0.0
@@ -591,6 +642,15 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
     # scores I[t-min_exon] of the exon jumps.
     hist = np.full((B, M, S + 1), NEG)
     hist[:, (-1) % M, 0] = 0.0  # before the sequence: intergenic
+    for b, (left, _) in enumerate(ends):  # or, at an open end, inside a gene
+        if left:
+            hist[b, (-1) % M, mc.open_start] = mc.open_start_logp
+    # the scores after the last base of sequences whose right end is open
+    last_at: dict[int, list[int]] = {}
+    for b, (_, right) in enumerate(ends):
+        if right:
+            last_at.setdefault(lens[b] - 1, []).append(b)
+    final = {}
     flat = hist.reshape(B, M * (S + 1))
     pred_r = np.empty((M, S * K), dtype=np.intp)
     for r in range(M):
@@ -635,8 +695,21 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
             v = rows[r]
             cand.take(where_BS, out=v, mode="wrap")
             add(v, em_TBS[i], out=v)
+            for b in last_at.get(a + i, ()):
+                final[b] = v[b].copy()
         bp_LBS[a:e] = arg_TBS[:T]
-    return [_traceback(bp_LBS[:, b], mc, m, me, lens[b]) for b in range(B)]
+    return [_traceback(bp_LBS[:, b], mc, m, me, lens[b], _end_state(mc, final.get(b)),
+                       ends[b][0]) for b in range(B)]
+
+
+def _end_state(mc: _Machine, v: np.ndarray | None) -> int | None:
+    """The best state after the last base of a sequence with an open right end (its scores
+    ``v``), leaving a gene there at the cost of leaving an exon; None: a closed end."""
+    if v is None:
+        return None
+    inside = v[mc.open_end] + mc.open_end_logp
+    k = int(np.argmax(inside))
+    return int(mc.open_end[k]) if inside[k] > v[0] else 0
 
 
 def _jump_inputs(mc: _Machine, xp, ch_BLC, site, me: int) -> dict:
@@ -697,6 +770,12 @@ def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int, site=No
                 tr_TBX[:, :, cols] += site[key][:, a:e].T.astype(np.float32)[:, :, None]
     if jump is not None:
         _jump_scores(mc, jump, tr_TBX, a, e, sig_of)
+    if a < max(m, mc.min_exon + m):
+        t = np.arange(a, e)
+        tr_TBX[t == 0, :, mc.donor_cols[:, None]] = NEG
+        tr_TBX[t < m, :, mc.acceptor_cols[:, None]] = NEG
+        if mc.jump_cols.size:
+            tr_TBX[t - mc.min_exon + 1 < m, :, mc.jump_cols[:, None]] = NEG
     em_TBS = np.ascontiguousarray(ch_BLC[:, a:e][:, :, mc.chan_idx].transpose(1, 0, 2))
     return tr_TBX, em_TBS
 
@@ -728,14 +807,16 @@ def _jump_scores(mc: _Machine, jump: dict, tr_TBX, a: int, e: int, sig_of) -> No
         tr_TBX[:, :, col] = np.where(ok & (n_stop == 0), r.logp + score, NEG)
 
 
-def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, me: int, length: int) -> np.ndarray:
-    """Walk the back-pointers from IG at the end of the padded batch; keep the first L."""
+def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, me: int, length: int,
+               end: int | None = None, open_left: bool = False) -> np.ndarray:
+    """Walk the back-pointers from IG at the end of the padded batch, or from state ``end``
+    at the sequence's last base (an open right end); keep the first L."""
     pred = mc.pred.tolist()
     f_states = mc.f_states
     S = mc.S
-    L = bp_LS.shape[0]
+    L = bp_LS.shape[0] if end is None else length
     path = np.zeros(L, dtype=np.int16)
-    t, s = L - 1, 0
+    t, s = (L - 1, 0) if end is None else (length - 1, end)
     while t >= 0:
         path[t] = s
         k = int(bp_LS[t, s])
@@ -752,33 +833,76 @@ def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, me: int, length: int) ->
             t, s = t0, f_states[src - S]
             continue
         s, t = src, t - 1
-    assert s == 0, "path does not start in IG"
+    assert s == 0 or (open_left and s in mc.open_start), "path does not start in IG"
     return path[:length]
 
 
 def _genes_from_path(path: np.ndarray, ch_LC: np.ndarray, em_LC: np.ndarray, mc: _Machine,
-                     contig: str, p: DecoderParams) -> list[SplicedGene]:
+                     contig: str, p: DecoderParams, x: np.ndarray) -> list[SplicedGene]:
     """Genes of a state path; ``score`` = mean channel probability of the decoded CDS bases,
-    ``attrs["log_odds"]`` = emission gain of the gene's path over intergenic on its span."""
+    ``attrs["log_odds"]`` = emission gain of the gene's path over intergenic on its span.
+
+    A gene the path holds at the sequence's first or last base runs off that end (an open
+    end): it is cut to its whole codons and marked partial on that side (``partial``, along its
+    strand). A gene that begins at the first base with its entry codon, or ends at the last
+    with its exit codon (``x``, the base codes, tells), is complete."""
     kind = np.asarray(mc.kind)[path]
     exon = kind == "exon"
     in_gene = kind != "IG"
     edges = np.flatnonzero(np.diff(np.concatenate([[0], in_gene.astype(np.int8), [0]])))
     strand_of = np.asarray(mc.strand)
+    q = mc.q[path]
     rows = np.arange(len(path))
     prob = ch_LC[rows, mc.chan_idx[path]]
     gain = em_LC[rows, mc.chan_idx[path]].astype(np.float64) - em_LC[:, _CH_IG]
+    L = len(path)
     genes = []
     for gs, ge in zip(edges[::2], edges[1::2]):
-        ex = np.concatenate([[0], exon[gs:ge].astype(np.int8), [0]])
+        gs, ge = int(gs), int(ge)
+        strand = int(strand_of[path[gs]])
+        left = gs == 0 and mc.names[path[0]][0] != "N"
+        right = ge == L and not _exits_at_end(mc, path, x)
+        a, b = gs, ge
+        if left:  # from the first base of a whole codon (forward position 0)
+            first = np.flatnonzero(exon[gs:ge] & (q[gs:ge] == 0))
+            if not len(first):
+                continue
+            a = gs + int(first[0])
+        if right:  # through the last base of a whole codon (forward position 2)
+            last = np.flatnonzero(exon[a:ge] & (q[a:ge] == 2))
+            if not len(last):
+                continue
+            b = a + int(last[-1]) + 1
+        ex = np.concatenate([[0], exon[a:b].astype(np.int8), [0]])
         e2 = np.flatnonzero(np.diff(ex))
-        cds = tuple((int(gs + s), int(gs + e)) for s, e in zip(e2[::2], e2[1::2]))
-        g = SplicedGene(contig, int(strand_of[path[gs]]), cds,
-                        float(np.mean(prob[gs:ge][exon[gs:ge]])),
-                        {"log_odds": round(float(gain[gs:ge].sum()), 3)})
-        if g.cds_length >= p.min_cds:
+        cds = tuple((int(a + s), int(a + e)) for s, e in zip(e2[::2], e2[1::2]))
+        if not cds:
+            continue
+        five, three = (left, right) if strand > 0 else (right, left)
+        g = SplicedGene(contig, strand, cds, float(np.mean(prob[a:b][exon[a:b]])),
+                        {"log_odds": round(float(gain[a:b].sum()), 3)}, partial=(five, three))
+        if g.cds_length >= p.min_cds and not (five and _starts_with_stop(g, x)):
             genes.append(g)
     return genes
+
+
+def _exits_at_end(mc: _Machine, path: np.ndarray, x: np.ndarray) -> bool:
+    """Whether the path's last base completes its gene's exit codon (a gene that ends with
+    the sequence, complete)."""
+    s = int(path[-1])
+    if mc.q[s] != 2 or mc.names[s][0] not in "ET" or len(x) < 3:
+        return False
+    sig = next(g for g in _SIGNALS if g.strand == mc.strand[s])
+    return "".join(_BASES[c] if c < 4 else "N" for c in x[-3:]) in sig.exit
+
+
+def _starts_with_stop(g: SplicedGene, x: np.ndarray) -> bool:
+    """Whether a 5'-partial gene's first whole codon (along its strand) is a stop codon: the
+    path checks the codons it completes inside a gene, all but the − strand's last one."""
+    if g.strand > 0:
+        return False
+    codon = np.concatenate([x[a:b] for a, b in g.cds])[-3:]  # its last codon, read forward
+    return _revcomp("".join(_BASES[c] if c < 4 else "N" for c in codon)) in _STOPS
 
 
 def coding_tracks(model, x: np.ndarray) -> np.ndarray:
@@ -796,7 +920,8 @@ def coding_tracks(model, x: np.ndarray) -> np.ndarray:
 def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndarray], *,
                 params: DecoderParams | None = None, prior: np.ndarray | None = None,
                 batch_size: int = 64, max_batch_bases: int = 2_000_000,
-                coding=None, sites=None, workers: int = 1) -> list[SplicedGene]:
+                coding=None, sites=None, workers: int = 1,
+                open_ends: Mapping[str, tuple[bool, bool]] | None = None) -> list[SplicedGene]:
     """Decode every record; records of similar length run as one batch.
 
     Emissions are log P(channel | sequence) from the head; with ``params.scaled`` (the default)
@@ -824,6 +949,10 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
         batch_size: most records per batch.
         max_batch_bases: most ``records × padded length`` per batch (bounds the back-pointer
             memory: one byte per state and base).
+        open_ends: record → whether its (left, right) end is open, the sequence going on
+            beyond it (a contig of a draft assembly): a gene may run off it, cut to whole
+            codons and marked ``partial``. Records not listed: both ends open when
+            ``params.partial_ends`` (the default), else closed.
         workers: processes decoding batches and long records side by side (each holds one
             batch's working memory, about 300 bytes per base); the same genes as 1.
 
@@ -843,7 +972,7 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
         if len(ch) != len(x):
             raise InputError(f"{name}: {len(ch)} rows of probabilities for {len(x)} bases")
         if len(x):
-            items.append((i, name, x, ch))
+            items.append((i, name, x, ch, _ends_of(name, open_ends, p)))
     if not items:
         return []
     if p.scaled and prior is None:
@@ -869,6 +998,14 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
                               masks, coding, pool)
 
 
+def _ends_of(name: str, open_ends, p: DecoderParams) -> tuple[bool, bool]:
+    """Whether record ``name``'s (left, right) ends are open (see :func:`decode_many`)."""
+    if open_ends is not None and name in open_ends:
+        left, right = open_ends[name]
+        return bool(left), bool(right)
+    return p.partial_ends, p.partial_ends
+
+
 @contextlib.contextmanager
 def _pool(workers: int):
     """A process pool of ``workers`` (spawned: the workers import numpy and the decoder only,
@@ -891,7 +1028,7 @@ def _decode_rounds(items, prior, p: DecoderParams, mc: _Machine, batch_size: int
     if p.coding_weight:
         from genoctx.heads.eukaryote_coding import fit_on_calls
 
-        codes = {name: x for _, name, x, _ in items}
+        codes = {name: x for _, name, x, *_ in items}
         base = coding
         for _ in range(p.self_train_rounds):
             coding, w = fit_on_calls(codes, [g for genes in out.values() for g in genes],
@@ -964,12 +1101,12 @@ def _run_job_packed(args) -> dict[int, list]:
 def _decode_windowed(item, prior, p: DecoderParams, mc: _Machine, extra,
                      sites) -> list[SplicedGene]:
     """Genes of one long item, decoded in windows of ``p.window`` bases (see DecoderParams)."""
-    i, name, x, ch = item
+    i, name, x, ch, (left, right) = item
     full = None if extra is None else extra(x)  # scored on the whole record: no seams
     genes, pos = [], 0
     while True:
         end = min(len(x), pos + p.window)
-        part = (i, name, x[pos:end], ch[pos:end])
+        part = (i, name, x[pos:end], ch[pos:end], (left and pos == 0, right and end == len(x)))
         more = None if full is None else _Slice(full, pos, end)
         found = _decode_batch([part], prior, p, mc, more, sites)[i]
         found = [replace(g, cds=tuple((a + pos, b + pos) for a, b in g.cds)) for g in found]
@@ -1017,14 +1154,15 @@ def _decode_batch(batch, prior, p: DecoderParams, mc: _Machine, extra=None,
         for em in ems:
             em *= p.head_weight
     if extra is not None:
-        for (_, _, x, _), em in zip(batch, ems):
+        for (_, _, x, *_), em in zip(batch, ems):
             em[:, 1:7] += extra(x)
     if p.gap_bases:
-        for (_, _, x, _), em in zip(batch, ems):
+        for (_, _, x, *_), em in zip(batch, ems):
             em[gap_mask(x, p.gap_bases), 1:7] = GAP_SCORE
-    paths = _viterbi_batch([it[2] for it in batch], ems, p, sites=sites)
-    return {i: _genes_from_path(path, ch, em, mc, name, p)
-            for (i, name, _, ch), em, path in zip(batch, ems, paths)}
+    paths = _viterbi_batch([it[2] for it in batch], ems, p, sites=sites,
+                           ends=[it[4] for it in batch])
+    return {i: _genes_from_path(path, ch, em, mc, name, p, x)
+            for (i, name, x, ch, _), em, path in zip(batch, ems, paths)}
 
 
 def decode(seq: bytes | str, probs_LC: np.ndarray, *, contig: str = "seq",

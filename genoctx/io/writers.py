@@ -313,7 +313,9 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
         path: output file (written atomically).
         genes: :class:`genoctx.heads.spliced_decoder.SplicedGene` list (``cds`` parts ascending,
             0-based half-open, start through stop codon). Decoded genes carry no UTRs, so each
-            exon is its CDS part; the CDS phase column is counted along the transcript.
+            exon is its CDS part; the CDS phase column is counted along the transcript. A gene
+            that runs off its sequence (``partial``, cut to whole codons) says so on its gene,
+            mRNA and CDS rows (``partial=true``, ``start_range`` / ``end_range``).
         lengths: every contig's length, in the order contigs should appear.
         source: column 2.
         attrs: extra attributes added to every gene line.
@@ -328,10 +330,13 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
         lo, hi = _gff_interval(g.start, g.end)
         col = [_esc_seqid(g.contig), source]
         tail = [str(lo), str(hi), _fmt_score(g.score), _STRAND[g.strand], "."]
+        part = _partial_attrs(g)  # a gene running off its sequence (an open end)
         lines.append("\t".join(col + ["gene"] + tail
-                                + [_attrs([("ID", gid), ("locus_tag", _locus_tag(g))] + extra)]))
+                                + [_attrs([("ID", gid), ("locus_tag", _locus_tag(g))] + part
+                                          + extra)]))
         mrna = f"mrna_{gid}"
-        lines.append("\t".join(col + ["mRNA"] + tail + [_attrs([("ID", mrna), ("Parent", gid)])]))
+        lines.append("\t".join(col + ["mRNA"] + tail
+                                + [_attrs([("ID", mrna), ("Parent", gid)] + part)]))
         rows = []
         for n, ((s, e), phase) in enumerate(zip(g.cds, _cds_phases(g)), 1):
             a, b = _gff_interval(s, e)
@@ -340,7 +345,7 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
                                                           ("Parent", mrna)])])))
             rows.append((a, 1, "\t".join(col + ["CDS", str(a), str(b), ".", _STRAND[g.strand],
                                                   phase, _attrs([("ID", f"cds_{gid}"),
-                                                                 ("Parent", mrna)])])))
+                                                                 ("Parent", mrna)] + part)])))
         lines += [r for _, _, r in sorted(rows)]
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -551,7 +556,9 @@ def _genbank_features(f, fid: str, lo: int, fetch, table: int,
     span = _gb_location(f.start - lo, f.end - lo, f.strand, left, right)
     if len(cds_parts) == 1:
         return [Feat(span, type="gene", qualifiers=q), Feat(span, type="CDS", qualifiers=cds)]
-    parts = [_gb_location(s - lo, e - lo, f.strand) for s, e in cds_parts]
+    last = len(cds_parts) - 1  # a partial gene's first / last part runs off the sequence
+    parts = [_gb_location(s - lo, e - lo, f.strand, left and i == 0, right and i == last)
+             for i, (s, e) in enumerate(cds_parts)]
     joined = CompoundLocation(parts if f.strand > 0 else parts[::-1])
     return [Feat(span, type="gene", qualifiers=q), Feat(joined, type="mRNA", qualifiers=dict(q)),
             Feat(joined, type="CDS", qualifiers=cds)]

@@ -331,21 +331,38 @@ def worm(data_root, tmp_path_factory):
     return fa, name, seq[:30_000].decode().upper()
 
 
+def _gff_partial(path) -> dict[str, tuple[bool, bool]]:
+    """{gene ID: (5', 3') partial} from the gene rows' NCBI ranges."""
+    out = {}
+    for line in path.read_text().splitlines():
+        r = line.split("\t")
+        if line.startswith("#") or r[2] != "gene":
+            continue
+        a = dict(kv.split("=", 1) for kv in r[8].split(";"))
+        left, right = "start_range" in a, "end_range" in a
+        assert (left or right) == (a.get("partial") == "true")
+        out[a["ID"]] = (left, right) if r[6] == "+" else (right, left)
+    return out
+
+
 def test_eukaryote_mode_writes_valid_spliced_genes(worm, tmp_path, cli):
     fa, name, seq = worm
     code, _, _ = cli(["annotate", fa, "--mode", "eukaryote", "--out", tmp_path / "w", "--quiet"])
     assert code == 0
     genes = _gff_genes(tmp_path / "w.gff3")
+    partial = _gff_partial(tmp_path / "w.gff3")
     assert genes, "no gene decoded on 30 kb of C. elegans"
     spliced = 0
-    for strand, cds, exons, phases in genes.values():
+    for gid, (strand, cds, exons, phases) in genes.items():
         assert cds == exons  # no UTRs are decoded: each exon is its CDS part
         assert all(a < b for a, b in cds) and all(x[1] < y[0] for x, y in pairwise(cds))
         mrna = "".join(seq[a:b] for a, b in cds)
         introns = [seq[x[1]:y[0]] for x, y in pairwise(cds)]
         if strand == "-":
             mrna, introns = _revcomp(mrna), [_revcomp(i) for i in introns]
-        assert len(mrna) % 3 == 0 and mrna[:3] == "ATG" and mrna[-3:] in STOPS
+        # a gene running off the record's end (partial there) holds whole codons only
+        p5, p3 = partial[gid]
+        assert len(mrna) % 3 == 0 and (p5 or mrna[:3] == "ATG") and (p3 != (mrna[-3:] in STOPS))
         assert not STOPS & {mrna[i:i + 3] for i in range(0, len(mrna) - 3, 3)}
         assert all(i[:2] == "GT" and i[-2:] == "AG" for i in introns)
         spliced += len(introns) > 0
@@ -376,6 +393,12 @@ def test_eukaryote_mode_writes_valid_spliced_genes(worm, tmp_path, cli):
                 "--formats", "gbk"])[0] == 0
     cds = [f for f in SeqIO.read(tmp_path / "g.gbk", "genbank").features if f.type == "CDS"]
     assert len(cds) == len(genes) and {f.qualifiers["transl_table"][0] for f in cds} == {"1"}
+    # the record is the first 30 kb of a chromosome: a gene runs off its end; --closed keeps
+    # every gene whole inside it
+    assert any(p5 or p3 for p5, p3 in partial.values())
+    assert cli(["annotate", fa, "--mode", "eukaryote", "--out", tmp_path / "c", "--quiet",
+                "--formats", "gff3", "--closed"])[0] == 0
+    assert "partial" not in (tmp_path / "c.gff3").read_text()
 
 
 def test_eukaryote_region_gives_the_whole_sequence_genes_inside_it(worm, tmp_path, cli):
@@ -412,7 +435,7 @@ def test_eukaryote_region_gives_the_whole_sequence_genes_inside_it(worm, tmp_pat
     (["--min-score=-0.1"], "--min-score is a probability in [0, 1)"),
     (["--mode", "eukaryote", "--min-score", "0.5"], "--min-score is for prokaryote mode"),
     (["--mode", "eukaryote", "--circular-declared"], "--circular-declared are for bacterial"),
-    (["--mode", "eukaryote", "--closed", "-p", "meta"], "--closed, --procedure: for prokaryote"),
+    (["--mode", "eukaryote", "--closed", "-p", "meta"], "--procedure: for prokaryote"),
     (["--mode", "eukaryote", "--rna", "tools"], "--rna tools: for prokaryote mode"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):

@@ -54,12 +54,15 @@ def spliced(seq: str, g: sd.SplicedGene) -> str:
     return s if g.strand > 0 else revcomp(s)
 
 
-def check_gene(seq: str, g: sd.SplicedGene, min_intron: int = 30) -> None:
-    """Every rule the decoder promises, read along the gene's strand."""
+def check_gene(seq: str, g: sd.SplicedGene, min_intron: int = 30, min_cds: int = 60) -> None:
+    """Every rule the decoder promises, read along the gene's strand; a gene partial at an
+    end (it runs off the sequence there) holds whole codons and lacks that end's codon."""
     cds = spliced(seq, g)
-    assert len(cds) % 3 == 0 and len(cds) >= 60
+    assert len(cds) % 3 == 0 and len(cds) >= min_cds
     codons = [cds[i:i + 3] for i in range(0, len(cds), 3)]
-    assert codons[0] == "ATG" and codons[-1] in STOPS
+    five, three = g.partial
+    assert five or codons[0] == "ATG"
+    assert (codons[-1] in STOPS) != three
     assert not STOPS & set(codons[:-1]), "in-frame stop inside the CDS"
     for a, b in g.introns:
         intron = seq[a:b] if g.strand > 0 else revcomp(seq[a:b])
@@ -440,3 +443,69 @@ def test_no_exon_lies_in_an_assembly_gap_but_an_intron_may_span_one():
     assert [g.cds for g in sd.decode(seq, p, contig="x", params=short)] == [tuple(cds)]
     with pytest.raises(ValueError, match="gap_bases"):
         sd.DecoderParams(gap_bases=-1)
+
+
+# the two-exon gene of two_exon(): exon 1 = 50..85 (codons from 50, a phase-2 intron after it),
+# intron 85..125, exon 2 = 125..153 (one base completes the split codon, codons from 126)
+@pytest.mark.parametrize("cut, want", [
+    (60, ((2, 25), (65, 93))),   # exon 1 cut: its first whole codon is at 62
+    (70, ((1, 15), (55, 83))),   # at 71
+    (90, ((36, 63),)),           # 35 bases of intron seen (>= min_intron): exon 2 after its
+])                               # split codon's last base
+def test_a_gene_cut_by_an_open_end_is_partial_and_its_mirror_too(cut, want):
+    seq, cds = two_exon()
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    params = replace(SHORT, min_cds=27)
+    s, ps = seq[cut:], p[cut:]
+    (g,) = sd.decode(s, ps, params=params)
+    assert (g.strand, g.cds, g.partial) == (1, want, (True, False))
+    check_gene(s, g, min_cds=27)
+    # the reverse complement: the same gene on the − strand, cut at its right end (its 5' end)
+    L = len(s)
+    (r,) = sd.decode(revcomp(s), rc_probs(ps), params=params)
+    assert (r.strand, r.cds, r.partial) == (-1, tuple(sorted((L - e, L - a) for a, e in want)),
+                                            (True, False))
+    check_gene(revcomp(s), r, min_cds=27)
+    # closed ends: no gene runs off them (what is left of this one is not a gene)
+    assert all(x.partial == (False, False) for x in sd.decode(
+        s, ps, params=replace(params, partial_ends=False)))
+    assert sd.decode_many([("a", s)], {"a": ps}, params=params,
+                          open_ends={"a": (False, True)}) == []
+
+
+def test_a_gene_cut_at_its_3_end_keeps_its_whole_codons():
+    seq, cds = two_exon()
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    params = replace(SHORT, min_cds=27)
+    (g,) = sd.decode(seq[:140], p[:140], params=params)
+    # exon 2's codons start at 126: 126..137 are whole, 138..139 are cut off
+    assert (g.cds, g.partial) == (((50, 85), (125, 138)), (False, True))
+    check_gene(seq[:140], g, min_cds=27)
+    # a gene that ends with the sequence, its stop codon the last bases, is complete
+    (g,) = sd.decode(seq[:153], p[:153], params=params)
+    assert (g.cds, g.partial) == (tuple(cds), (False, False))
+    (g,) = sd.decode(seq[50:], p[50:], params=params)  # and one that begins with its ATG
+    assert (g.cds, g.partial) == (((0, 35), (75, 103)), (False, False))
+
+
+def test_partial_genes_in_gff3_say_which_end_runs_off(tmp_path):
+    seq, cds = two_exon()
+    p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
+    s = seq[60:]
+    params = replace(SHORT, min_cds=27)
+    genes = sd.decode(s, p[60:], contig="x", params=params)
+    L = len(s)
+    genes += sd.decode(revcomp(s), rc_probs(p[60:]), contig="y", params=params)
+    path = tmp_path / "genes.gff3"
+    write_spliced_gff3(path, genes, {"x": L, "y": L})
+    rows = [r.split("\t") for r in path.read_text().splitlines() if not r.startswith("#")]
+    gene_rows = {r[0]: r for r in rows if r[2] == "gene"}
+    assert "partial=true;start_range=.,3" in gene_rows["x"][8] and "end_range" not in gene_rows["x"][8]
+    assert f"partial=true;end_range={L - 2},." in gene_rows["y"][8]
+    assert all("partial=true" in r[8] for r in rows if r[2] in ("gene", "mRNA", "CDS"))
+    assert {r[7] for r in rows if r[2] == "CDS"} <= {"0", "1", "2"}
+    feats = read_features(path)
+    for contig, g in (("x", genes[0]), ("y", genes[1])):
+        (f,) = [f for f in feats[contig] if f.kind == "CDS"]
+        assert tuple(sorted(f.parts)) == g.cds
+        assert (f.attributes["partial5"], f.attributes["partial3"]) == (True, False)
