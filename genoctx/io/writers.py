@@ -335,17 +335,21 @@ def write_spliced_gff3(path: str | Path, genes: list, lengths: dict[str, int], *
                                 + [_attrs([("ID", gid), ("locus_tag", _locus_tag(g))] + part
                                           + extra)]))
         mrna = f"mrna_{gid}"
+        tag = [("locus_tag", _locus_tag(g))]
         lines.append("\t".join(col + ["mRNA"] + tail
-                                + [_attrs([("ID", mrna), ("Parent", gid)] + part)]))
+                                + [_attrs([("ID", mrna), ("Parent", gid)] + tag + part)]))
         rows = []
-        for n, ((s, e), phase) in enumerate(zip(g.cds, _cds_phases(g)), 1):
+        k = len(g.cds)
+        for i, ((s, e), phase) in enumerate(zip(g.cds, _cds_phases(g))):
             a, b = _gff_interval(s, e)
+            n = i + 1 if g.strand > 0 else k - i  # exons numbered in transcript order (5' → 3')
             rows.append((a, 0, "\t".join(col + ["exon", str(a), str(b), ".", _STRAND[g.strand], ".",
                                                   _attrs([("ID", f"exon_{gid}.{n}"),
-                                                          ("Parent", mrna)])])))
+                                                          ("Parent", mrna)] + tag)])))
             rows.append((a, 1, "\t".join(col + ["CDS", str(a), str(b), ".", _STRAND[g.strand],
                                                   phase, _attrs([("ID", f"cds_{gid}"),
-                                                                 ("Parent", mrna)] + part)])))
+                                                                 ("Parent", mrna)] + tag
+                                                                + part)])))
         lines += [r for _, _, r in sorted(rows)]
     with atomic_open(path, "w", newline="\n") as fh:
         fh.write("\n".join(lines) + "\n")

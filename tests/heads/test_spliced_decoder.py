@@ -311,6 +311,19 @@ def test_gff3_round_trip(tmp_path):
     assert not t.ignore.any()
     with pytest.raises(InputError, match="no length"):
         write_spliced_gff3(tmp_path / "bad.gff3", genes, {"y": L})
+    # exons are numbered in transcript order (5' → 3'), on the − strand from its right end;
+    # a locus tag is on every row of its gene
+    genes[1].attrs["locus_tag"] = "TAG_2"
+    write_spliced_gff3(path, genes, {"x": L})
+    rows = [r.split("\t") for r in path.read_text().splitlines() if not r.startswith("#")]
+    for strand in "+-":
+        exons = sorted((int(r[3]), r[8].split(";")[0]) for r in rows
+                       if r[2] == "exon" and r[6] == strand)
+        ids = [i for _, i in (exons if strand == "+" else exons[::-1])]
+        assert [i.rsplit(".", 1)[1] for i in ids] == ["1", "2"]
+    tagged = [r for r in rows if r[6] == "-"]
+    assert len(tagged) == 6 and all("locus_tag=TAG_2" in r[8] for r in tagged)
+    assert not any("locus_tag" in r[8] for r in rows if r[6] == "+")
 
 
 def test_batches_give_the_same_genes_as_single_records():
