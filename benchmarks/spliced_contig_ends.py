@@ -3,9 +3,9 @@
 The TRAIN eukaryote chunks (A. thaliana, D. melanogaster; the validation chunk is not used) are
 cut into contigs of ``--contig`` bases, as a draft assembly would be, and every contig is decoded
 by the spliced decoder (``genoctx.heads.spliced_decoder.decode_many``, all contigs of a chunk
-together) twice: with closed ends (every gene lies whole inside its contig: the decoder before
-``DecoderParams.partial_ends``) and with open ends (a gene may run off a contig end, cut to its
-whole codons and marked partial; ``genoctx annotate --mode eukaryote`` now, unless ``--closed``).
+together) twice: with closed ends (every gene lies whole inside its contig: the default) and
+with open ends (``DecoderParams.partial_ends``, ``genoctx annotate --mode eukaryote
+--open-ends``: a gene may run off a contig end, cut to its whole codons and marked partial).
 The calls are put back into record coordinates and scored against the whole records' annotation
 with the evaluation harness's per-base metrics (exon = CDS base, intron), and per CDS base within
 ``--near`` bases of a contig end (sensitivity / precision there). The rows "whole records" decode
@@ -17,8 +17,11 @@ The head's probabilities are those of the whole records (computed once and cache
 decoder treats the contig ends (the model itself, run on a contig alone, also sees less context
 near its ends).
 
+Each annotated gene's locus (``--loci`` FLANK bases either side) is decoded the same two ways:
+where whole genes lie near both ends, open ends run them off the ends (exact CDS chains).
+
 Run: ``python benchmarks/spliced_contig_ends.py [--contig 20000 50000] [--near 2000]
-[--data-root DIR] [--no-write]``; the table goes to ``docs/benchmarks.md`` (section
+[--loci 150] [--data-root DIR] [--no-write]``; the table goes to ``docs/benchmarks.md`` (section
 ``spliced-contig-ends``) unless ``--no-write``.
 """
 
@@ -68,6 +71,23 @@ def _near_ends(ds, pieces, near: int) -> np.ndarray:
     return m
 
 
+def _loci(ds, flank: int) -> tuple[list, list]:
+    """Gene loci as the validation small-gene set builds them: each annotated gene's span with
+    ``flank`` bases on either side (``(name, record, start, end)``), and the transcripts lying
+    whole inside each locus in its coordinates (``(name, strand, parts, gene)``)."""
+    spans: dict = {}
+    for contig, strand, parts, gene in ds.transcripts:
+        lo, hi = spans.get((contig, gene), (parts[0][0], parts[-1][1]))
+        spans[(contig, gene)] = (min(lo, parts[0][0]), max(hi, parts[-1][1]))
+    lengths = ds.lengths
+    pieces = [(f"{c}:{g}", c, max(0, lo - flank), min(lengths[c], hi + flank))
+              for (c, g), (lo, hi) in sorted(spans.items(), key=lambda kv: (kv[0][0], kv[1]))]
+    truth = [(n, strand, tuple((x - a, y - a) for x, y in parts), gene)
+             for n, c, a, b in pieces for contig, strand, parts, gene in ds.transcripts
+             if contig == c and a <= parts[0][0] and parts[-1][1] <= b]
+    return pieces, truth
+
+
 def main(argv=None) -> None:
     import eukaryote_train_chunks as etc
 
@@ -80,6 +100,10 @@ def main(argv=None) -> None:
                     help="contig sizes (bases)")
     ap.add_argument("--near", type=int, default=2000,
                     help="bases from a contig end scored on their own")
+    ap.add_argument("--loci", type=int, default=150, metavar="FLANK",
+                    help="also decode each annotated gene's locus with FLANK bases either side "
+                         "(whole genes near both ends: exact CDS chains, partial calls); "
+                         "0: not")
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--data-root", default=None)
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/ alone")
@@ -90,7 +114,7 @@ def main(argv=None) -> None:
                f"CDS sensitivity within {args.near:,} bp of a cut", "CDS precision there",
                "decode s"]
     print("\t".join(headers))
-    table = []
+    table, loci_table = [], []
     for species in etc.CHUNKS:
         ds = etc.load(root, species, manifest)
         probs = etc.head_probs(ds, args.model)
@@ -127,6 +151,20 @@ def main(argv=None) -> None:
                    f"{sens:.3f}" if size else "-", f"{prec:.3f}" if size else "-", f"{secs:.1f}"]
             table.append(row)
             print("\t".join(map(str, row)), flush=True)
+        if args.loci:
+            pieces, truth = _loci(ds, args.loci)
+            for open_ends in (False, True):
+                params = sd.DecoderParams(partial_ends=open_ends)
+                genes = sd.decode_many([(n, seqs[r][a:b]) for n, r, a, b in pieces],
+                                       {n: probs[r][a:b] for n, r, a, b in pieces}, params=params)
+                chain = ae.chain_metrics([(g.contig, g.strand, g.cds) for g in genes], truth,
+                                         introns=False)
+                row = [species, f"{len(pieces)} loci, ±{args.loci} bp",
+                       "open" if open_ends else "closed", len(genes),
+                       sum(any(g.partial) for g in genes), f"{chain['sensitivity']:.3f}",
+                       f"{chain['precision']:.3f}"]
+                loci_table.append(row)
+                print("\t".join(map(str, row)), flush=True)
     if not args.no_write:
         from _report import md_table, section_head, write_section
 
@@ -135,7 +173,13 @@ def main(argv=None) -> None:
             "Eukaryote mode on contigs: genes cut by contig ends (closed vs open ends)",
             __file__, argv) + f"{__doc__.split(chr(10), 2)[2].split('Run:')[0].strip()}\n\n"
             f"Load average (1 min) at the end: {load:.2f} (decode s: wall seconds of the "
-            "decoder on these shared cores).\n\n" + md_table(headers, table))
+            "decoder on these shared cores).\n\n" + md_table(headers, table)
+            + ("" if not loci_table else "\n\nEach annotated gene's locus (its span with "
+               f"{args.loci} bp on either side, as the validation small-gene loci are cut), "
+               "decoded as records of their own: exact CDS chains (strand and every CDS part) "
+               "against the transcripts lying whole in the locus.\n\n"
+               + md_table(["chunk", "records", "ends", "calls", "partial calls",
+                           "CDS-chain sensitivity", "CDS-chain precision"], loci_table)))
 
 
 if __name__ == "__main__":

@@ -93,9 +93,14 @@ def annotate(
                                 "RNA-gene finders beside the decoder, records side by side under "
                                 "meta or in eukaryote mode; 0: every core available. The output does not depend on it."),
     closed: bool = typer.Option(False, "--closed", "-c", help="Complete, closed sequences: no "
-                                "gene runs off a sequence end (as Prodigal's -c; in eukaryote "
-                                "mode too). A region's edge inside its sequence stays open: "
-                                "genes there are partial."),
+                                "gene runs off a sequence end (as Prodigal's -c; eukaryote mode "
+                                "is closed unless --open-ends). A region's edge inside its "
+                                "sequence stays open: genes there are partial."),
+    open_ends: bool = typer.Option(False, "--open-ends", help="Eukaryote mode: genes may run "
+                                   "off a record's ends, kept partial (contigs of a draft "
+                                   "assembly); by default they lie whole inside it. Better near "
+                                   "contig cuts, worse where whole genes lie within a few hundred "
+                                   "bases of a record's end (docs/annotate.md)."),
     circular: bool = typer.Option(False, "--circular", help="Every sequence is a whole "
                                   "circular replicon (a complete genome's chromosomes and "
                                   "plasmids): closed, and genes may cross the origin (GFF3: end "
@@ -191,7 +196,7 @@ def annotate(
                                 rna=rna.lower(), procedure=procedure.lower(),
                                 translation_table=translation_table, orf_scorer=orf_scorer,
                                 min_score=min_score, workers=workers,
-                                closed=closed,
+                                closed=closed, open_ends=open_ends,
                                 circular=frozenset(rings) if circular_declared else circular,
                                 need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)),
                                 note=None if quiet else (lambda line: typer.echo(line, err=True)))

@@ -230,7 +230,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    procedure: str = "auto", translation_table: int = 11,
                    orf_scorer: bool = True, min_score: float = 0.0, workers: int = 1,
                    closed: bool = False, circular: bool | Collection[str] = False, note=None,
-                   background_genes: bool | None = None) -> Annotation:
+                   background_genes: bool | None = None, open_ends: bool = False) -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -247,8 +247,10 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     mode).
     ``workers`` processes share the decoding (see :func:`call_bacterial`; in eukaryote mode,
     batches of records and long records side by side); the output does not depend on it.
-    ``closed`` keeps genes from running off sequence ends (in either mode): a target's own
-    ends where it reaches them; a target's edge inside its sequence stays open.
+    ``closed`` keeps genes from running off sequence ends (prokaryote mode): a target's own
+    ends where it reaches them; a target's edge inside its sequence stays open. In eukaryote
+    mode genes lie whole inside their records unless ``open_ends`` (genes may run off them,
+    partial: a draft assembly's contigs; see ``spliced_decoder.DecoderParams.partial_ends``).
     ``circular`` marks every sequence (True), or those named (a collection of sequence names),
     as a whole circular replicon (chromosomes and plasmids of a complete genome): a target that
     covers its sequence is closed and its genes may cross the origin (end past the sequence's
@@ -275,6 +277,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     if rna == "model" and model is None:
         raise InputError("--rna model takes RNA genes from the annotation head: it needs a model")
     use_tools = _finders_run(rna) and mode == "prokaryote"
+    if open_ends and (mode != "eukaryote" or closed):
+        raise InputError("--open-ends is for eukaryote mode, and not with --closed (in "
+                         "prokaryote mode genes run off record ends unless --closed)")
     if mode == "eukaryote" and circular:
         raise InputError("--circular and --circular-declared are for bacterial and archaeal "
                          "replicons (prokaryote mode)")
@@ -327,7 +332,7 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         genes, tracks = _annotate_eukaryote(
             fa, targets, names, lengths, backbone, head, path, context=context, overlap=overlap,
             batch_size=batch_size, need_tracks=need_tracks, workers=workers, quiet=quiet,
-            note=note, closed=closed)
+            note=note, open_ends=open_ends)
         return Annotation(genes, [], list(targets), lengths, tracks, sha, mode, Path(path))
 
     def circle(contig: str) -> bool:  # a whole circular replicon (its regions are lines)
@@ -482,12 +487,13 @@ def _windows(targets: list[Region], lengths: dict[str, int], flank: int) -> list
 
 
 def _annotate_eukaryote(fa, targets, names, lengths, backbone, head, path, *, context, overlap,
-                        batch_size, need_tracks, workers, quiet, note, closed=False):
+                        batch_size, need_tracks, workers, quiet, note, open_ends=False):
     """Spliced genes and tracks of ``targets``. Each region is decoded with up to
     :data:`REGION_FLANK` bases of its record on each side, and a gene that crosses a region's
-    edge is left out (with a note), not cut. A gene may run off the record's own ends (it is
-    partial there: the sequence goes on beyond them), unless ``closed``."""
+    edge is left out (with a note), not cut. With ``open_ends`` a gene may run off its record's
+    ends and the windows' edges (it is partial there: the sequence goes on beyond them)."""
     from genoctx.heads.annotation import predict_probs_many
+    from genoctx.heads.spliced_decoder import DecoderParams as SplicedParams
     from genoctx.heads.spliced_decoder import channel_probs, decode_many
 
     windows = _windows(targets, lengths, REGION_FLANK)
@@ -516,11 +522,8 @@ def _annotate_eukaryote(fa, targets, names, lengths, backbone, head, path, *, co
                                  for k, v in EUKARYOTE_TRACKS.items()}
             del p
     with status("decoding spliced genes", quiet):
-        # a window's edge inside its record is open (the record goes on beyond it); the
-        # record's own ends are, unless closed
-        ends = {name: (a > 0 or not closed, b < lengths[contig] or not closed)
-                for (contig, a, b, _), (name, _) in zip(windows, records)}
-        spliced = _by_contig(decode_many(records, probs, workers=workers, open_ends=ends))
+        spliced = _by_contig(decode_many(records, probs, workers=workers,
+                                         params=SplicedParams(partial_ends=open_ends)))
     genes, crossing = [], 0
     for (contig, a, b, inside), (name, _) in zip(windows, records):
         for g in _shift_spliced(spliced.get(name, []), contig, a):

@@ -65,7 +65,7 @@ codons when its last base is read after the acceptor. Transitions (``t-1 → t``
 Transition log-probabilities come from geometric lengths (``DecoderParams``: mean intergenic,
 exon and intron lengths; both strands equally likely), so mirrored paths score the same and the
 reverse complement of the input gives the mirrored genes. The path starts and ends in ``IG``
-at a closed end of the sequence; at an open one (``DecoderParams.partial_ends``, the default:
+at a closed end of the sequence (the default); at an open one (``DecoderParams.partial_ends``:
 the sequence goes on beyond it, as a contig of a draft assembly does) it may start in an exon
 or intron state (``E``, ``T``, or an intron without a remembered prefix) and end in any exon or
 intron state but ``N`` and ``F``, so a gene may run off the end: it is kept cut to its whole
@@ -188,10 +188,16 @@ class DecoderParams:
     # (benchmarks/eukaryote_train_chunks.py --held-out --splice-model lr --param gap_bases=0,50)
     gap_bases: int = GAP_BASES
     # genes may run off the ends of a record (the sequence goes on beyond them: a contig of a
-    # draft assembly, a chunk of a chromosome), as in prokaryote mode: such a gene is kept cut
-    # to its whole codons and marked partial (GFF3 ``partial``/``start_range``/``end_range``).
-    # False: every gene lies whole inside its record (``genoctx annotate --closed``)
-    partial_ends: bool = True
+    # draft assembly), as in prokaryote mode: such a gene is kept cut to its whole codons and
+    # marked partial (GFF3 ``partial``/``start_range``/``end_range``; ``genoctx annotate
+    # --open-ends``). Off by default: on the train chunks cut into 20-kb contigs it finds the
+    # CDS near the cuts better (sensitivity / precision within 2 kb 0.884 / 0.897 → 0.899 /
+    # 0.904 on A. thaliana, 0.922 / 0.501 → 0.971 / 0.525 on D. melanogaster), but where genes
+    # lie whole within 150 bp of the ends (each annotated gene's locus) it runs them off the
+    # ends instead of finding their start codons: exact CDS chains 0.234 → 0.108 and
+    # 0.155 → 0.112 (benchmarks/spliced_contig_ends.py); an extra cost on the open ends brought
+    # them back only slowly (A. thaliana: 0.201 at 40 nats, 0.234 at 80, no gene partial)
+    partial_ends: bool = False
 
     def __post_init__(self):
         if self.min_intron < 5:
@@ -952,7 +958,7 @@ def decode_many(records: list[tuple[str, bytes | str]], probs: dict[str, np.ndar
         open_ends: record → whether its (left, right) end is open, the sequence going on
             beyond it (a contig of a draft assembly): a gene may run off it, cut to whole
             codons and marked ``partial``. Records not listed: both ends open when
-            ``params.partial_ends`` (the default), else closed.
+            ``params.partial_ends``, else (the default) closed.
         workers: processes decoding batches and long records side by side (each holds one
             batch's working memory, about 300 bytes per base); the same genes as 1.
 

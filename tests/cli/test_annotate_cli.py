@@ -393,12 +393,18 @@ def test_eukaryote_mode_writes_valid_spliced_genes(worm, tmp_path, cli):
                 "--formats", "gbk"])[0] == 0
     cds = [f for f in SeqIO.read(tmp_path / "g.gbk", "genbank").features if f.type == "CDS"]
     assert len(cds) == len(genes) and {f.qualifiers["transl_table"][0] for f in cds} == {"1"}
-    # the record is the first 30 kb of a chromosome: a gene runs off its end; --closed keeps
-    # every gene whole inside it
-    assert any(p5 or p3 for p5, p3 in partial.values())
-    assert cli(["annotate", fa, "--mode", "eukaryote", "--out", tmp_path / "c", "--quiet",
-                "--formats", "gff3", "--closed"])[0] == 0
-    assert "partial" not in (tmp_path / "c.gff3").read_text()
+    # genes lie whole inside the record unless --open-ends; the record is the first 30 kb of a
+    # chromosome, and with open ends a gene runs off its end, kept partial
+    assert not any(p5 or p3 for p5, p3 in partial.values())
+    assert cli(["annotate", fa, "--mode", "eukaryote", "--out", tmp_path / "o", "--quiet",
+                "--formats", "gff3", "--open-ends"])[0] == 0
+    opened = _gff_partial(tmp_path / "o.gff3")
+    assert any(p5 or p3 for p5, p3 in opened.values())
+    for gid, (strand, cds, _, _) in _gff_genes(tmp_path / "o.gff3").items():
+        mrna = "".join(seq[a:b] for a, b in cds)
+        mrna = _revcomp(mrna) if strand == "-" else mrna
+        p5, p3 = opened[gid]
+        assert len(mrna) % 3 == 0 and (p5 or mrna[:3] == "ATG") and (p3 != (mrna[-3:] in STOPS))
 
 
 def test_eukaryote_region_gives_the_whole_sequence_genes_inside_it(worm, tmp_path, cli):
@@ -436,6 +442,8 @@ def test_eukaryote_region_gives_the_whole_sequence_genes_inside_it(worm, tmp_pat
     (["--mode", "eukaryote", "--min-score", "0.5"], "--min-score is for prokaryote mode"),
     (["--mode", "eukaryote", "--circular-declared"], "--circular-declared are for bacterial"),
     (["--mode", "eukaryote", "--closed", "-p", "meta"], "--procedure: for prokaryote"),
+    (["--open-ends"], "--open-ends is for eukaryote mode"),
+    (["--mode", "eukaryote", "--open-ends", "--closed"], "not with --closed"),
     (["--mode", "eukaryote", "--rna", "tools"], "--rna tools: for prokaryote mode"),
 ])
 def test_mode_and_rna_option_errors(args, message, example_fasta, tmp_path, cli):

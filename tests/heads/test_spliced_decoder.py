@@ -468,7 +468,7 @@ def test_no_exon_lies_in_an_assembly_gap_but_an_intron_may_span_one():
 def test_a_gene_cut_by_an_open_end_is_partial_and_its_mirror_too(cut, want):
     seq, cds = two_exon()
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
-    params = replace(SHORT, min_cds=27)
+    params = replace(SHORT, min_cds=27, partial_ends=True)
     s, ps = seq[cut:], p[cut:]
     (g,) = sd.decode(s, ps, params=params)
     assert (g.strand, g.cds, g.partial) == (1, want, (True, False))
@@ -489,7 +489,7 @@ def test_a_gene_cut_by_an_open_end_is_partial_and_its_mirror_too(cut, want):
 def test_a_gene_cut_at_its_3_end_keeps_its_whole_codons():
     seq, cds = two_exon()
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
-    params = replace(SHORT, min_cds=27)
+    params = replace(SHORT, min_cds=27, partial_ends=True)
     (g,) = sd.decode(seq[:140], p[:140], params=params)
     # exon 2's codons start at 126: 126..137 are whole, 138..139 are cut off
     assert (g.cds, g.partial) == (((50, 85), (125, 138)), (False, True))
@@ -505,7 +505,7 @@ def test_partial_genes_in_gff3_say_which_end_runs_off(tmp_path):
     seq, cds = two_exon()
     p = sd.oracle_probs(labels_for(len(seq), [(1, cds)]))
     s = seq[60:]
-    params = replace(SHORT, min_cds=27)
+    params = replace(SHORT, min_cds=27, partial_ends=True)
     genes = sd.decode(s, p[60:], contig="x", params=params)
     L = len(s)
     genes += sd.decode(revcomp(s), rc_probs(p[60:]), contig="y", params=params)
