@@ -206,17 +206,57 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _checkpoint_files() -> tuple[str, ...]:
+    """The files of a checkpoint folder that evaluation reads: the backbone's weights and
+    config, the annotation head's weights and config, and the decoder settings. Each of them
+    moves the numbers (``config.json``'s rope_theta, ``decoder.json``'s neural weights), so the
+    manifest pins every one."""
+    from genoctx.heads.annotate import DECODER_FILE
+    from genoctx.heads.annotation import HEAD_CONFIG, HEAD_WEIGHTS
+    from genoctx.model.checkpoint import CONFIG_NAME, WEIGHTS_NAME
+
+    return (CONFIG_NAME, WEIGHTS_NAME, HEAD_CONFIG, HEAD_WEIGHTS, DECODER_FILE)
+
+
 def _model_info(model: str | None) -> dict | None:
+    """The checkpoint's name, resolved folder and the sha256 of each file of it that is read.
+
+    A file that is absent is recorded as None: its absence is a setting too (no
+    ``decoder.json`` means the decoder's defaults), so adding one changes the manifest.
+    ``model_sha256`` and ``head_sha256`` stay as before (``genoctx ship`` reads them).
+    """
     if model is None:
         return None
+    from genoctx.io.dataroot import sha256_uncached
     from genoctx.model.checkpoint import resolve_checkpoint, verify_digest
 
     directory = resolve_checkpoint(model)
-    info = {"name": str(model), "model_sha256": verify_digest(directory)}
-    head = directory / "head.safetensors"
-    if head.is_file():
-        info["head_sha256"] = sha256_file(head)
+    info = {"name": str(model), "path": str(directory.resolve()),
+            "model_sha256": verify_digest(directory)}
+    files = {}
+    for name in _checkpoint_files():  # read afresh: a file edited in place keeps its mtime
+        path = directory / name
+        files[name] = sha256_uncached(path) if path.is_file() else None
+    if files.get("head.safetensors"):
+        info["head_sha256"] = files["head.safetensors"]
+    info["files"] = files
     return info
+
+
+def _packaged_weights() -> dict[str, str | None]:
+    """sha256 of the fitted files shipped in ``genoctx/weights`` that the decoders load whatever
+    ``--model`` is (the ORF scorer, the bank of gene models, the eukaryote coding model), and
+    of their fit records. They change the sequence-only rows too, so they are pinned even with
+    ``--model none``; a missing one is None."""
+    from genoctx.heads import eukaryote_coding, meta_models, orf_scorer
+    from genoctx.io.dataroot import sha256_uncached
+
+    out: dict[str, str | None] = {}
+    for mod in (orf_scorer, meta_models, eukaryote_coding):
+        weights = Path(mod.WEIGHTS_DIR) / mod.FILE
+        for path in (weights, weights.with_suffix(".json")):
+            out[path.name] = sha256_uncached(path) if path.is_file() else None
+    return out
 
 
 def _clean(obj):
@@ -297,6 +337,7 @@ def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
         "genoctx_version": _versions().get("genoctx"),
         "git_commit": _git_commit(),
         "model": _model_info(model),
+        "packaged_weights": _packaged_weights(),
         "benchmarks": names,
         "seed": seed,
         "quick": quick,
@@ -370,6 +411,12 @@ def render_report(doc: dict, results: dict[str, BenchResult], out: Path) -> str:
     lines += ["", "## Data files", "", "| file | role | sha256 |", "|---|---|---|"]
     for rel, info in m.get("data_files", {}).items():
         lines.append(f"| {rel} | {info['role']} | `{info['sha256']}` |")
+    weights = [(f"model: {name}", digest) for name, digest in (model.get("files") or {}).items()]
+    weights += [(f"genoctx/weights/{name}", digest)
+                for name, digest in (m.get("packaged_weights") or {}).items()]
+    if weights:  # every file whose change can move a number, beside the data
+        lines += ["", "## Model and decoder files", "", "| file | sha256 |", "|---|---|"]
+        lines += [f"| {name} | `{digest or 'absent'}` |" for name, digest in weights]
     return "\n".join(lines) + "\n"
 
 

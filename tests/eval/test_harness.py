@@ -346,3 +346,60 @@ def test_each_benchmark_keeps_its_own_report_when_another_runs_into_the_same_out
         assert "](bars.png)" in own  # plots linked from beside the report
         doc = json.loads((tmp_path / label / "metrics.json").read_text())
         assert list(doc["benchmarks"]) == [label]
+
+
+def _size_job(ctx):
+    return harness.BenchResult(metrics={"n": 1})
+
+
+def test_manifest_pins_every_checkpoint_file_and_the_packaged_weights(tmp_path, data_root,
+                                                                     monkeypatch):
+    """Editing any checkpoint file that is read (decoder.json's neural weights, config.json's
+    rope_theta, head.json), adding a decoder.json, or changing a packaged weight file of the
+    decoders changes the manifest; the report lists them. (The manifest used to hash only the
+    two safetensors.)"""
+    import shutil
+
+    from genoctx.heads import orf_scorer
+    from genoctx.model import checkpoint
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(checkpoint.resolve_checkpoint("embedded"), ckpt)
+
+    def manifest(tag):
+        doc = harness.run_jobs([("toy", _size_job)], out=tmp_path / tag, model=str(ckpt),
+                               data_root=data_root)
+        return doc["manifest"]
+
+    base = manifest("base")
+    files = base["model"]["files"]
+    assert set(files) >= {"config.json", "model.safetensors", "head.json", "head.safetensors",
+                          "decoder.json"}
+    assert base["model"]["head_sha256"] == files["head.safetensors"]
+    assert base["model"]["path"] == str(ckpt.resolve())
+    assert base["packaged_weights"]["orf_scorer.safetensors"]
+    assert base["packaged_weights"]["meta_models.json"]
+    seen = [base["model"]]
+    for name, edit in (("decoder.json", ('"neural_gene_weight": 0.0', '"neural_gene_weight": 0.5')),
+                       ("config.json", ('"rope_theta": 1000000.0', '"rope_theta": 10000.0')),
+                       ("head.json", ("}", ', "x": 1}'))):
+        text = (ckpt / name).read_text()
+        assert edit[0] in text, name
+        (ckpt / name).write_text(text.replace(edit[0], edit[1], 1))
+        got = manifest(name)["model"]
+        assert got not in seen, name
+        assert got["model_sha256"] == base["model"]["model_sha256"]
+        seen.append(got)
+    (ckpt / "decoder.json").unlink()  # no decoder.json is a setting too (the defaults)
+    assert manifest("nodecoder")["model"]["files"]["decoder.json"] is None
+    report = (tmp_path / "base" / "report.md").read_text()
+    assert f"| model: config.json | `{files['config.json']}` |" in report
+    assert "genoctx/weights/orf_scorer.safetensors" in report
+    # the ORF scorer the sequence-only decoder loads, changed
+    weights = tmp_path / "weights"
+    shutil.copytree(orf_scorer.WEIGHTS_DIR, weights)
+    (weights / "orf_scorer.json").write_text("{}\n")
+    monkeypatch.setattr(orf_scorer, "WEIGHTS_DIR", weights)
+    got = manifest("orf")["packaged_weights"]
+    assert got["orf_scorer.json"] != base["packaged_weights"]["orf_scorer.json"]
+    assert got["orf_scorer.safetensors"] == base["packaged_weights"]["orf_scorer.safetensors"]
