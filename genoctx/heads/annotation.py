@@ -163,16 +163,20 @@ PROBS_VERSION = 2
 
 
 def probs_cache_key(path_or_name, *settings) -> str:
-    """Key for caching :func:`predict_probs` output: the backbone's and the head's sha256,
-    :data:`PROBS_VERSION` and the caller's ``settings`` (window sizes, data digests...)."""
+    """Key for caching :func:`predict_probs` output: the backbone's and the head's sha256 and
+    their configs' (``config.json``'s rope_theta moves the probabilities as much as the
+    weights do), :data:`PROBS_VERSION` and the caller's ``settings`` (window sizes, data
+    digests...)."""
     import hashlib
 
-    from genoctx.io.dataroot import sha256_file
+    from genoctx.io.dataroot import sha256_file, sha256_uncached
     from genoctx.model import checkpoint
 
     directory = checkpoint.resolve_checkpoint(path_or_name)
     head = directory / HEAD_WEIGHTS
+    configs = [directory / checkpoint.CONFIG_NAME, directory / HEAD_CONFIG]
     parts = [checkpoint.verify_digest(directory), sha256_file(head) if head.is_file() else "",
+             *(sha256_uncached(c) if c.is_file() else "" for c in configs),
              str(PROBS_VERSION), *map(str, settings)]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 

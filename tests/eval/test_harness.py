@@ -302,6 +302,26 @@ def test_probs_cache_key_follows_weights_and_windows(tmp_path, monkeypatch):
     assert annotation.probs_cache_key(ckpt, 8192, 1024) != key
 
 
+def test_probs_cache_key_follows_the_configs(tmp_path):
+    """config.json (rope_theta) and head.json change the probabilities as the weights do, so
+    they change the cache key: a cache written before the edit is not read after it."""
+    import shutil
+
+    from genoctx.heads import annotation
+    from genoctx.model import checkpoint
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(checkpoint.resolve_checkpoint("embedded"), ckpt)
+    keys = {annotation.probs_cache_key(ckpt, 8192, 1024)}
+    cfg = ckpt / "config.json"
+    cfg.write_text(cfg.read_text().replace('"rope_theta": 1000000.0', '"rope_theta": 10000.0'))
+    keys.add(annotation.probs_cache_key(ckpt, 8192, 1024))
+    head = ckpt / "head.json"
+    head.write_text(head.read_text().replace("}", ', "x": 1}'))
+    keys.add(annotation.probs_cache_key(ckpt, 8192, 1024))
+    assert len(keys) == 3
+
+
 def test_a_damaged_or_foreign_probability_cache_is_computed_again(tmp_path):
     """A cache file cut short (a run stopped while writing it) or holding other records reads
     as no cache; one written by save_probs_cache reads back whole, and never half-written."""
