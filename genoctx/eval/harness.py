@@ -3,7 +3,10 @@
 A benchmark is a module in :mod:`genoctx.eval.benchmarks` with
 
 - ``NAME`` (the CLI name, e.g. ``"brca1-sge"``) and ``DESCRIPTION`` (one line);
-- ``run(ctx: BenchContext) -> BenchResult``.
+- ``run(ctx: BenchContext) -> BenchResult``;
+- ``data_files(quick) -> tuple[str, ...]``: the manifest files ``run`` reads, and
+  ``NEEDS_HEAD = True`` when the model's rows need an annotation head; :func:`preflight` checks
+  them for every benchmark of a run before the first one starts.
 
 Benchmarks open data only through :meth:`BenchContext.data_file`, which refuses any file whose
 manifest role is not ``validation`` or ``benchmark`` (evaluating on training data would flatter
@@ -18,6 +21,11 @@ given model, data and seed: ``--check-reproducible`` runs everything twice and c
 - ``report.md``: one table of every headline number with its anchor, then each benchmark's notes
   and plots; ``NAME/report.md`` holds one benchmark's (kept like ``NAME/metrics.json``);
 - the PNG plots each benchmark wrote into ``out/NAME/``.
+
+Each benchmark writes into a temporary sibling of ``out/NAME`` that replaces it only when the
+benchmark has finished (with its own metrics.json and report.md), so a failed run never leaves
+new plots beside an older metrics.json; the top-level pair is rewritten after each benchmark
+and lists the ones that have not finished yet.
 """
 
 from __future__ import annotations
@@ -104,9 +112,18 @@ class BenchContext:
     quiet: bool = False
     data_files: dict[str, dict] = field(default_factory=dict)
     _backbone: Any = None
+    # benchmark name -> the temporary folder it writes into while it runs (see bench_dir)
+    _staged: dict[str, Path] = field(default_factory=dict)
 
     def data_file(self, rel: str) -> Path:
         """Path of manifest file ``rel`` after the role check; records it in the manifest."""
+        path, digest, role = self._checked_data_file(rel)
+        self.data_files[rel] = {"sha256": digest, "role": role}
+        return path
+
+    def _checked_data_file(self, rel: str) -> tuple[Path, str, str]:
+        """``(path, sha256, role)`` of manifest file ``rel`` after the role and sha256 checks;
+        nothing is recorded (the preflight checks every file before any benchmark runs)."""
         if self.data_root is None:
             raise InputError("this benchmark reads the shared data: pass --data-root DIR or set "
                              "GENOCTX_DATA_ROOT")
@@ -120,8 +137,7 @@ class BenchContext:
             raise InputError(f"data file {rel}: its sha256 ({digest[:12]}...) is not the one "
                              f"the data manifest lists for it ({listed.sha256[:12]}...): it was "
                              "changed or replaced")
-        self.data_files[rel] = {"sha256": digest, "role": role}
-        return path
+        return path, digest, role
 
     def user_file(self, path: str | Path) -> Path:
         """A user's own file (not from the data root): recorded with its sha256 and manifest role.
@@ -156,7 +172,10 @@ class BenchContext:
         return path
 
     def bench_dir(self, name: str) -> Path:
-        d = self.out / name
+        """``out/NAME``; while benchmark ``name`` runs, the temporary folder that replaces
+        ``out/NAME`` once it has finished, so a run that fails leaves ``out/NAME`` as it was
+        (never new plots beside an older metrics.json)."""
+        d = self._staged.get(name) or self.out / name
         d.mkdir(parents=True, exist_ok=True)
         return d
 
@@ -326,10 +345,84 @@ def _remove_if_empty(folders: list[Path]) -> None:
             return
 
 
+def preflight(jobs, ctx: BenchContext) -> None:
+    """Check what each job will need before any of them runs, so that a run does not fail after
+    hours: the data files a benchmark declares (``data_files(quick)``: present, role, sha256), a
+    checkpoint's annotation head where a benchmark declares ``NEEDS_HEAD``, and that ``out/NAME``
+    can be replaced. Jobs that declare nothing (``--truth``/``--predictions``) check their files
+    as they open them, at once."""
+    for name, fn in jobs:
+        target = ctx.out / name
+        if target.exists() and not target.is_dir():
+            raise InputError(f"cannot write benchmark {name} to {target}: it is a file, not a "
+                             "folder")
+        module = sys.modules.get(getattr(fn, "__module__", ""))
+        declared = getattr(module, "data_files", None)
+        if callable(declared):
+            for rel in declared(ctx.quick):
+                ctx._checked_data_file(rel)
+        if getattr(module, "NEEDS_HEAD", False) and ctx.model is not None:
+            from genoctx.heads.annotation import HEAD_CONFIG, HEAD_WEIGHTS
+            from genoctx.io.digest import verify_digest_file
+            from genoctx.model.checkpoint import resolve_checkpoint
+
+            directory = resolve_checkpoint(ctx.model)
+            if not (directory / HEAD_WEIGHTS).is_file() or not (directory / HEAD_CONFIG).is_file():
+                raise InputError(f"benchmark {name} needs a checkpoint with an annotation head "
+                                 f"({HEAD_WEIGHTS}, {HEAD_CONFIG}), and {directory} has none; "
+                                 "train one with `genoctx train --recipe annotation`, or run it "
+                                 "with --model none")
+            verify_digest_file(directory / HEAD_WEIGHTS, "the annotation head's weights",
+                               "use the checkpoint as `genoctx train` wrote it, or train it again")
+
+
+# Files of an earlier run's out/NAME that a new run of NAME may read again: the cached model
+# probabilities (keyed by weights, settings and data, so never stale under their name).
+CARRIED_OVER = ("*.npz",)
+
+
+def _stage(final: Path) -> Path:
+    """A fresh temporary sibling of ``final`` for a benchmark to write into, holding hard links
+    to (or copies of) the caches ``final`` already has. Cache files are replaced, never written
+    in place (``save_probs_cache`` is atomic), so a link never changes the old folder."""
+    stage = final.parent / f".{final.name}.partial-{os.getpid()}"
+    shutil.rmtree(stage, ignore_errors=True)  # left by a run of this pid that was killed
+    stage.mkdir(parents=True)
+    if final.is_dir():
+        for pattern in CARRIED_OVER:
+            for f in final.glob(pattern):
+                if f.is_file():
+                    try:
+                        os.link(f, stage / f.name)
+                    except OSError:
+                        shutil.copy2(f, stage / f.name)
+    return stage
+
+
+def _replace_dir(stage: Path, final: Path) -> None:
+    """Put the finished ``stage`` in ``final``'s place; an existing ``final`` goes only now."""
+    old = final.parent / f".{final.name}.old-{os.getpid()}"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    stage.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _moved(path: Path, stage: Path, final: Path) -> Path:
+    """``path`` under ``final`` when it was written under ``stage``."""
+    try:
+        return final / Path(path).relative_to(stage)
+    except ValueError:
+        return Path(path)
+
+
 def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
               command, fresh=False) -> dict:
     import numpy as np
     import torch
+
+    from genoctx.io.atomic import atomic_open
 
     ctx = BenchContext(data_root=data_root, out=out, model=model, device=device, seed=seed,
                        quick=quick, quiet=quiet, fresh=fresh)
@@ -348,34 +441,53 @@ def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
         "command": command or "genoctx eval " + " ".join(names),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    preflight(jobs, ctx)
     results: dict[str, BenchResult] = {}
     bench_metrics: dict[str, Any] = {}
     t_all = time.perf_counter()
-    for name, fn in jobs:
+    doc: dict = {}
+    for i, (name, fn) in enumerate(jobs):
         torch.manual_seed(seed)
         np.random.seed(seed)
-        t0 = time.perf_counter()
-        res = fn(ctx)
-        res.metrics = _clean(res.metrics)
+        final = out / name
+        stage = ctx._staged[name] = _stage(final)
+        try:
+            t0 = time.perf_counter()
+            res = fn(ctx)
+            res.metrics = _clean(res.metrics)
+            bench_metrics[name] = {"metrics": res.metrics,
+                                   "rows": [r.as_dict() for r in res.rows],
+                                   "wall_s": round(time.perf_counter() - t0, 2)}
+            manifest["data_files"] = dict(sorted(ctx.data_files.items()))
+            manifest["wall_s"] = round(time.perf_counter() - t_all, 2)
+            manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            doc = {"manifest": _clean(manifest), "benchmarks": _clean(bench_metrics)}
+            # this benchmark's own copies, written as soon as it has finished: a later failure
+            # (or a later run into the same --out) keeps them
+            single = {"manifest": doc["manifest"], "benchmarks": {name: doc["benchmarks"][name]}}
+            with atomic_open(stage / "metrics.json", "w") as fh:
+                fh.write(json.dumps(single, indent=2) + "\n")
+            with atomic_open(stage / "report.md", "w") as fh:
+                fh.write(render_report(single, {name: res}, stage))
+            _replace_dir(stage, final)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)  # out/NAME stays as the last run left it
+            raise
+        finally:
+            del ctx._staged[name]
+        res.plots = [_moved(p, stage, final) for p in res.plots]
         results[name] = res
-        bench_metrics[name] = {"metrics": res.metrics, "rows": [r.as_dict() for r in res.rows],
-                               "wall_s": round(time.perf_counter() - t0, 2)}
-    manifest["data_files"] = dict(sorted(ctx.data_files.items()))
-    manifest["wall_s"] = round(time.perf_counter() - t_all, 2)
-    manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    doc = {"manifest": _clean(manifest), "benchmarks": _clean(bench_metrics)}
-    from genoctx.io.atomic import atomic_open
-
-    with atomic_open(out / "metrics.json", "w") as fh:
-        fh.write(json.dumps(doc, indent=2) + "\n")
-    for name in names:  # each benchmark's own copies survive later runs into the same --out
-        single = {"manifest": doc["manifest"], "benchmarks": {name: doc["benchmarks"][name]}}
-        with atomic_open(ctx.bench_dir(name) / "metrics.json", "w") as fh:
-            fh.write(json.dumps(single, indent=2) + "\n")
-        with atomic_open(ctx.bench_dir(name) / "report.md", "w") as fh:
-            fh.write(render_report(single, {name: results[name]}, ctx.bench_dir(name)))
-    with atomic_open(out / "report.md", "w") as fh:
-        fh.write(render_report(doc, results, out))
+        # The top-level pair is rewritten after every benchmark, so it always describes the
+        # benchmark folders this run has replaced; until the last one it lists what did not
+        # finish (a run that fails part-way says so instead of leaving an older report that
+        # links the new plots).
+        unfinished = names[i + 1:]
+        top = dict(doc, manifest=dict(doc["manifest"], unfinished=unfinished)) if unfinished \
+            else doc
+        with atomic_open(out / "metrics.json", "w") as fh:
+            fh.write(json.dumps(top, indent=2) + "\n")
+        with atomic_open(out / "report.md", "w") as fh:
+            fh.write(render_report(top, results, out))
     return doc
 
 
@@ -396,6 +508,9 @@ def render_report(doc: dict, results: dict[str, BenchResult], out: Path) -> str:
              f"- model: {model.get('name', 'none')} (sha256 `{model.get('model_sha256', '-')}`)",
              f"- device: {m['device']}; seed {m['seed']}; wall {m.get('wall_s')} s"
              + ("; **quick subset (smoke test, not a reported number)**" if m["quick"] else ""),
+             *([(f"- **unfinished run: {', '.join(m['unfinished'])} did not run to the end; "
+                 "their folders are as an earlier run left them**")] if m.get("unfinished")
+               else []),
              "", "| benchmark | dataset | method | metric | value | anchor |",
              "|---|---|---|---|---|---|"]
     for name, res in results.items():

@@ -423,3 +423,105 @@ def test_manifest_pins_every_checkpoint_file_and_the_packaged_weights(tmp_path, 
     got = manifest("orf")["packaged_weights"]
     assert got["orf_scorer.json"] != base["packaged_weights"]["orf_scorer.json"]
     assert got["orf_scorer.safetensors"] == base["packaged_weights"]["orf_scorer.safetensors"]
+
+
+def _plotting(label, content=b"A", fail=False):
+    def run(ctx):
+        png = ctx.bench_dir(label) / "bars.png"
+        png.write_bytes(b"\x89PNG\r\n\x1a\n" + content)
+        if fail:
+            raise RuntimeError(f"{label} failed")
+        return harness.BenchResult(metrics={"content": content.decode()}, plots=[png],
+                                   rows=[harness.Row("d", "m", label, 1.0)])
+    return run
+
+
+def test_a_failed_benchmark_leaves_its_folder_as_the_last_run_left_it(tmp_path, data_root):
+    """A rerun into the same --out that fails part-way leaves no new plot beside the older
+    metrics.json (it used to write its PNGs straight into out/NAME), and no temporary folder."""
+    harness.run_jobs([("first", _plotting("first", b"A"))], out=tmp_path, model=None,
+                     data_root=data_root)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "first").iterdir()}
+    top = (tmp_path / "metrics.json").read_bytes()
+    with pytest.raises(RuntimeError, match="first failed"):
+        harness.run_jobs([("first", _plotting("first", b"B", fail=True))], out=tmp_path,
+                         model=None, data_root=data_root)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "first").iterdir()} == before
+    assert (tmp_path / "metrics.json").read_bytes() == top
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first", "metrics.json", "report.md"]
+    # a run that succeeds replaces the folder whole
+    harness.run_jobs([("first", _plotting("first", b"C"))], out=tmp_path, model=None,
+                     data_root=data_root)
+    assert (tmp_path / "first" / "bars.png").read_bytes().endswith(b"C")
+    doc = json.loads((tmp_path / "first" / "metrics.json").read_text())
+    assert doc["benchmarks"]["first"]["metrics"] == {"content": "C"}
+    assert "![bars](first/bars.png)" in (tmp_path / "report.md").read_text()
+
+
+def test_finished_benchmarks_are_kept_when_a_later_one_fails(tmp_path, data_root):
+    """Each benchmark's metrics.json is written when it finishes; the top-level pair names the
+    benchmarks that did not finish, so it never describes folders this run did not write."""
+    out = tmp_path / "o"
+    with pytest.raises(RuntimeError, match="boom failed"):
+        harness.run_jobs([("ok", _plotting("ok")), ("boom", _plotting("boom", fail=True))],
+                         out=out, model=None, data_root=data_root)
+    own = json.loads((out / "ok" / "metrics.json").read_text())
+    assert own["benchmarks"]["ok"]["metrics"] == {"content": "A"}
+    assert (out / "ok" / "bars.png").is_file() and not (out / "boom").exists()
+    top = json.loads((out / "metrics.json").read_text())
+    assert list(top["benchmarks"]) == ["ok"] and top["manifest"]["unfinished"] == ["boom"]
+    assert "unfinished run: boom" in (out / "report.md").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "ok", "report.md"]
+
+
+def test_inputs_are_checked_before_any_benchmark_runs(tmp_path, data_root):
+    """A checkpoint without an annotation head, or a data file missing from the data root, is
+    refused before the first benchmark runs (it used to run dnabert-promoter to the end, then
+    refuse, and leave its plots behind)."""
+    import shutil
+
+    from genoctx.eval.benchmarks import brca1_sge, dnabert_promoter
+    from genoctx.model import checkpoint
+
+    nohead = tmp_path / "nohead"
+    nohead.mkdir()
+    for name in ("model.safetensors", "model.safetensors.sha256", "config.json"):
+        shutil.copy(checkpoint.resolve_checkpoint("embedded") / name, nohead / name)
+    out = tmp_path / "o1"
+    with pytest.raises(InputError, match="annotation-bacteria needs a checkpoint with an "
+                                         "annotation head"):
+        harness.run_benchmarks(["dnabert-promoter", "annotation-bacteria"], out=out,
+                               model=str(nohead), data_root=data_root, quick=True, quiet=True)
+    assert not out.exists()
+    # a data root that lacks the second benchmark's table
+    root = tmp_path / "root"
+    for rel in ("MANIFEST.tsv", dnabert_promoter.DATA, brca1_sge.FASTA):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).symlink_to(data_root / rel)
+    out = tmp_path / "o2"
+    with pytest.raises(InputError, match=f"data file {brca1_sge.TSV} not found"):
+        harness.run_benchmarks(["dnabert-promoter", "brca1-sge"], out=out, model=None,
+                               data_root=root, quick=True, quiet=True)
+    assert not out.exists()
+
+
+def test_a_rerun_still_reads_the_cached_probabilities_of_the_folder_it_replaces(tmp_path,
+                                                                                 data_root):
+    """Benchmarks write into a temporary folder; the caches of the folder it replaces come
+    along (the model's probabilities are not computed again), the old folder's other files
+    do not."""
+    def job(ctx):
+        d = ctx.bench_dir("b")
+        cache = d / "x.probs.npz"
+        hit = cache.is_file()
+        if not hit:
+            np.savez(cache, a=np.arange(3))
+        (d / f"plot_{int(hit)}.png").write_bytes(b"png")
+        return harness.BenchResult(metrics={"hit": hit})
+
+    first = harness.run_jobs([("b", job)], out=tmp_path, model=None, data_root=data_root)
+    second = harness.run_jobs([("b", job)], out=tmp_path, model=None, data_root=data_root)
+    assert first["benchmarks"]["b"]["metrics"] == {"hit": False}
+    assert second["benchmarks"]["b"]["metrics"] == {"hit": True}
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [
+        "metrics.json", "plot_1.png", "report.md", "x.probs.npz"]

@@ -39,6 +39,7 @@ GENOMES = (
     "genomes/bacteria/Haemophilus_influenzae_Rd_KW20.gbff.gz",
 )
 QUICK_BASES = 120_000  # quick mode: the first 120 kb of each genome's first record
+NEEDS_HEAD = True  # the model's rows are its annotation head's probabilities
 CONTEXT, OVERLAP = 8192, 1024
 
 
@@ -129,6 +130,11 @@ def _genoctx_calls(records, probs, params=None) -> list[GeneCall]:
     """The CDS calls ``genoctx annotate`` writes (decoder, minus CDS inside RNA genes when the
     RNA finders are installed)."""
     return call_bacterial(records, probs, params=params)[0]
+
+
+def data_files(quick: bool) -> tuple[str, ...]:
+    """The manifest files :func:`run` reads (checked before any benchmark runs)."""
+    return GENOMES
 
 
 def run(ctx: BenchContext) -> BenchResult:

@@ -70,6 +70,7 @@ QUICK_CHUNK_BASES = 60_000
 QUICK_LOCI = 30
 ORF_MIN_CHUNK = 300
 METHODS = ("decoder+model", "argmax", "orf-baseline", "decoder+oracle")
+NEEDS_HEAD = True  # the model's rows are its annotation head's probabilities
 
 
 # ----------------------------------------------------------------------------- data
@@ -387,6 +388,11 @@ def bar_plot(dname: str, res: dict, path: Path) -> Path:
 
 
 # ----------------------------------------------------------------------------- run
+
+def data_files(quick: bool) -> tuple[str, ...]:
+    """The manifest files :func:`run` reads (checked before any benchmark runs)."""
+    return (CHUNK_FA, CHUNK_GFF, SMALL_TAR)
+
 
 def run(ctx: BenchContext) -> BenchResult:
     params = sd.DecoderParams()

@@ -379,6 +379,11 @@ def gene_model_summary(exons: list[Exon], variants: list[SgeVariant], cons: list
             "paper_vs_genoctx": {k: dict(sorted(v.items())) for k, v in sorted(crosstab.items())}}
 
 
+def data_files(quick: bool) -> tuple[str, ...]:
+    """The manifest files :func:`run` reads (checked before any benchmark runs)."""
+    return (FASTA, TSV)
+
+
 def run(ctx: BenchContext) -> BenchResult:
     from genoctx.io.fasta import FastaFile
 

@@ -77,6 +77,11 @@ def read_kmer_tsv(path: Path) -> tuple[list[bytes], np.ndarray]:
     return seqs, np.asarray(labels, dtype=np.int64)
 
 
+def data_files(quick: bool) -> tuple[str, ...]:
+    """The manifest files :func:`run` reads (checked before any benchmark runs)."""
+    return (DATA,)
+
+
 def run(ctx: BenchContext) -> BenchResult:
     from genoctx.progress import progress_bar
 

@@ -242,6 +242,11 @@ def _plot(ctx: BenchContext, per: dict) -> Path:
     return savefig(fig, ctx.bench_dir(NAME) / "per_element.png")
 
 
+def data_files(quick: bool) -> tuple[str, ...]:
+    """The manifest files :func:`run` reads (checked before any benchmark runs)."""
+    return (TABLE,)
+
+
 def run(ctx: BenchContext) -> BenchResult:
     from genoctx.io.fasta import FastaFile
 

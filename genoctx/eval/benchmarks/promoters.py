@@ -78,6 +78,12 @@ def load_task(ctx: BenchContext, task: Task,
     return seqs, y, info
 
 
+def data_files(quick: bool) -> tuple[str, ...]:
+    """The manifest files :func:`run` reads (checked before any benchmark runs)."""
+    tasks = TASKS[:QUICK_TASKS] if quick else TASKS
+    return tuple(dict.fromkeys(f for t in tasks for f in (t.positives, t.negatives)))
+
+
 def run(ctx: BenchContext) -> BenchResult:
     from genoctx.progress import progress_bar
 
