@@ -196,19 +196,56 @@ def benchmark_module(name: str):
     return importlib.import_module(f"genoctx.eval.benchmarks.{BENCHMARKS[name]}")
 
 
-def _git_commit() -> str | None:
-    repo = Path(__file__).resolve().parents[2]
+def _git_commit(package: Path | None = None) -> str | None:
+    """HEAD of genoctx's own git checkout, with ``-dirty`` when a tracked file differs from it
+    or the package holds files git does not track (a new benchmark module); None when genoctx
+    does not run from its own checkout.
+
+    Only a repository whose top level is the folder holding this package, with this module
+    tracked there, is genoctx's: installed into a virtual environment inside a user's own
+    project, the folder above ``site-packages`` lies in the user's repository, whose HEAD says
+    nothing about genoctx. :func:`_package_sha256` pins the code either way.
+    """
+    package = Path(package or Path(__file__).resolve().parent.parent).resolve()
+    project = package.parent
+    me = f"{package.name}/eval/harness.py"  # this module, as the project's git tracks it
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(project), *args], check=False,
+                              capture_output=True, text=True, timeout=10)
+
     try:
-        git = ["git", "-C", str(repo)]
-        out = subprocess.run([*git, "rev-parse", "HEAD"], check=False, capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
-                               check=False, capture_output=True, text=True, timeout=10)
+        top = git("rev-parse", "--show-toplevel")
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != project:
+            return None
+        if git("ls-files", "--error-unmatch", "--", me).returncode != 0:
+            return None
+        head = git("rev-parse", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
+        untracked = git("ls-files", "--others", "--exclude-standard", "--", package.name)
     except (OSError, subprocess.SubprocessError):
         return None
-    if out.returncode != 0:
+    if head.returncode != 0:
         return None
-    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    dirty = changed.stdout.strip() or untracked.stdout.strip()
+    return head.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def _package_sha256(package: Path | None = None) -> str:
+    """sha256 over the package's files (each one's path and sha256; compiled caches left out).
+
+    It pins the code that ran where a commit cannot: an installed package, or a ``-dirty``
+    checkout (the same commit and ``-dirty`` can cover different code).
+    """
+    import hashlib
+
+    package = Path(package or Path(__file__).resolve().parent.parent)
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
+            continue
+        h.update(f"{path.relative_to(package).as_posix()}\t{sha256_file(path)}\n".encode())
+    return h.hexdigest()
 
 
 def _versions() -> dict[str, str]:
@@ -429,6 +466,7 @@ def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
     manifest = {
         "genoctx_version": _versions().get("genoctx"),
         "git_commit": _git_commit(),
+        "package_sha256": _package_sha256(),
         "model": _model_info(model),
         "packaged_weights": _packaged_weights(),
         "benchmarks": names,
@@ -504,7 +542,10 @@ def render_report(doc: dict, results: dict[str, BenchResult], out: Path) -> str:
     model = m.get("model") or {}
     lines = ["# genoctx evaluation report", "",
              f"- command: `{m['command']}`",
-             f"- genoctx {m.get('genoctx_version')} at commit `{m.get('git_commit')}`",
+             f"- genoctx {m.get('genoctx_version')} "
+             + (f"at commit `{m['git_commit']}`" if m.get("git_commit")
+                else "(not its own git checkout)")
+             + (f"; package sha256 `{m['package_sha256']}`" if m.get("package_sha256") else ""),
              f"- model: {model.get('name', 'none')} (sha256 `{model.get('model_sha256', '-')}`)",
              f"- device: {m['device']}; seed {m['seed']}; wall {m.get('wall_s')} s"
              + ("; **quick subset (smoke test, not a reported number)**" if m["quick"] else ""),

@@ -525,3 +525,70 @@ def test_a_rerun_still_reads_the_cached_probabilities_of_the_folder_it_replaces(
     assert second["benchmarks"]["b"]["metrics"] == {"hit": True}
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [
         "metrics.json", "plot_1.png", "report.md", "x.probs.npz"]
+
+
+def _recorded_source(package_parent):
+    """``[git_commit, package_sha256]`` as the harness of the package copied under
+    ``package_parent`` records them (run in a fresh interpreter, as a user's would be)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json; from genoctx.eval import harness as h; "
+            "print(json.dumps([h._git_commit(), getattr(h, '_package_sha256', lambda: None)()]))")
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=package_parent, env=env)
+    return json.loads(res.stdout)
+
+
+def _copy_package(dest):
+    import shutil
+    from pathlib import Path
+
+    import genoctx
+
+    src = Path(genoctx.__file__).resolve().parent
+    shutil.copytree(src, dest / "genoctx", ignore=shutil.ignore_patterns(
+        "__pycache__", "*.safetensors", "*.png"))
+
+
+def _git(repo, *args):
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_git_commit_is_genoctx_own_checkout_only(tmp_path):
+    """Installed (not editable) in a virtual environment inside a user's git project, genoctx
+    records no commit (it recorded the user's HEAD) but the sha256 of its package's files."""
+    proj = tmp_path / "proj"
+    site = proj / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (proj / "analysis.py").write_text("print(1)\n")
+    _git(proj, "init", "-q")
+    _git(proj, "add", "analysis.py")
+    _git(proj, "commit", "-qm", "user's work")
+    _copy_package(site)
+    commit, digest = _recorded_source(site)
+    assert commit is None
+    assert digest and len(digest) == 64
+
+
+def test_git_dirty_counts_untracked_package_files(tmp_path):
+    """In genoctx's own checkout, a new untracked module (a new benchmark) marks the commit
+    -dirty (``--untracked-files=no`` hid it), and the package sha256 says what changed."""
+    repo = tmp_path / "genoctx-src"
+    repo.mkdir()
+    _copy_package(repo)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "genoctx")
+    _git(repo, "commit", "-qm", "genoctx")
+    head = _git(repo, "rev-parse", "HEAD")
+    clean, digest = _recorded_source(repo)
+    assert clean == head
+    (repo / "genoctx" / "eval" / "benchmarks" / "extra.py").write_text("NAME = 'x'\n")
+    dirty, digest2 = _recorded_source(repo)
+    assert dirty == head + "-dirty"
+    assert digest2 != digest
