@@ -34,6 +34,10 @@ app = typer.Typer(
 INTERRUPTED = 130
 TERMINATED = 143
 _signalled: list[int] = []  # SIGTERM received (see main)
+# The arguments of the command being run, global options such as --debug included: ``run``'s
+# argv, which is not sys.argv for the tests and other in-process callers. Commands that record
+# how they were run (``genoctx eval``'s manifest) read it.
+ARGV: list[str] = []
 
 COMMAND_MODULES = ("tokenize", "info", "model", "embed", "train", "annotate", "score_variants", "eval")
 
@@ -70,6 +74,7 @@ _register_all()
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit status (used by ``main`` and the tests)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    ARGV[:] = args
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     try:

@@ -57,8 +57,12 @@ def eval_command(
         names = list(harness.BENCHMARKS)
     model_arg = None if model == "none" else model
     device = resolve_device(device)
-    command = "genoctx eval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
-        if len(sys.argv) > 1 and sys.argv[1] == "eval" else None
+    from genoctx.cli.app import ARGV
+
+    # the whole command line, shell-quoted: options before `eval` (--debug) and after it alike;
+    # sys.argv where run() was not this module's (`python -m genoctx.cli.app` runs a copy)
+    argv = ARGV or sys.argv[1:]
+    command = shlex.join(["genoctx", *argv]) if "eval" in argv else None
     kwargs = {"model": model_arg, "device": device, "seed": seed, "quick": quick, "quiet": quiet,
               "command": command}
 

@@ -36,6 +36,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -477,6 +478,9 @@ def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
         "platform": platform.platform(),
         "versions": _versions(),
         "command": command or "genoctx eval " + " ".join(names),
+        # where relative paths in the command lead, and the data they read
+        "cwd": os.getcwd(),
+        "data_root": str(Path(data_root).resolve()) if data_root else None,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     preflight(jobs, ctx)
@@ -635,6 +639,7 @@ def main_module_entry(name: str, argv=None) -> None:
     args = ap.parse_args(argv)
     doc = run_benchmarks([name], out=args.out, model=None if args.model == "none" else args.model,
                          data_root=args.data_root, quick=args.quick, seed=args.seed,
-                         command=f"python -m genoctx.eval.benchmarks.{BENCHMARKS[name]} "
-                                 + " ".join(sys.argv[1:] if argv is None else argv))
+                         command=shlex.join(["python", "-m",
+                                             f"genoctx.eval.benchmarks.{BENCHMARKS[name]}",
+                                             *(sys.argv[1:] if argv is None else argv)]))
     print(json.dumps(doc["benchmarks"][name]["rows"], indent=1))

@@ -592,3 +592,25 @@ def test_git_dirty_counts_untracked_package_files(tmp_path):
     dirty, digest2 = _recorded_source(repo)
     assert dirty == head + "-dirty"
     assert digest2 != digest
+
+
+def test_the_recorded_command_keeps_global_options_and_every_argument(tmp_path, cli, data_root,
+                                                                       monkeypatch):
+    """`genoctx --debug eval ... --seed 3 --out 'my out'` is recorded whole and shell-quoted
+    (it was recorded as `genoctx eval dnabert-promoter`, which reruns another run), with the
+    data root and the working folder."""
+    import shlex
+    import sys
+
+    out = tmp_path / "my out"
+    argv = ["--debug", "eval", "dnabert-promoter", "--quick", "--model", "none", "--seed", "3",
+            "--data-root", str(data_root), "--out", str(out), "-q"]
+    monkeypatch.setattr(sys, "argv", ["genoctx", *argv])  # as the console script runs it
+    code, _, err = cli(argv)
+    assert code == 0, err
+    m = json.loads((out / "metrics.json").read_text())["manifest"]
+    assert m["command"] == shlex.join(["genoctx", *argv])
+    assert shlex.split(m["command"])[-2] == str(out)
+    assert m["data_root"] == str(data_root.resolve())
+    assert m["cwd"]
+    assert f"- command: `{m['command']}`" in (out / "report.md").read_text()
