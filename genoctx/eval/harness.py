@@ -488,25 +488,32 @@ def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
     bench_metrics: dict[str, Any] = {}
     t_all = time.perf_counter()
     doc: dict = {}
+    read: dict[str, dict] = {}  # data files of the whole run
     for i, (name, fn) in enumerate(jobs):
         torch.manual_seed(seed)
         np.random.seed(seed)
         final = out / name
         stage = ctx._staged[name] = _stage(final)
+        ctx.data_files = {}  # this benchmark's own, for its own copy of the manifest
         try:
+            started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             t0 = time.perf_counter()
             res = fn(ctx)
             res.metrics = _clean(res.metrics)
+            wall = round(time.perf_counter() - t0, 2)
             bench_metrics[name] = {"metrics": res.metrics,
-                                   "rows": [r.as_dict() for r in res.rows],
-                                   "wall_s": round(time.perf_counter() - t0, 2)}
-            manifest["data_files"] = dict(sorted(ctx.data_files.items()))
+                                   "rows": [r.as_dict() for r in res.rows], "wall_s": wall}
+            read.update(ctx.data_files)
+            manifest["data_files"] = dict(sorted(read.items()))
             manifest["wall_s"] = round(time.perf_counter() - t_all, 2)
             manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             doc = {"manifest": _clean(manifest), "benchmarks": _clean(bench_metrics)}
             # this benchmark's own copies, written as soon as it has finished: a later failure
-            # (or a later run into the same --out) keeps them
-            single = {"manifest": doc["manifest"], "benchmarks": {name: doc["benchmarks"][name]}}
+            # (or a later run into the same --out) keeps them. Their manifest is this
+            # benchmark's alone: the data files it read, its own times.
+            own = dict(manifest, benchmarks=[name], data_files=dict(sorted(ctx.data_files.items())),
+                       started=started, finished=manifest["finished"], wall_s=wall)
+            single = {"manifest": _clean(own), "benchmarks": {name: doc["benchmarks"][name]}}
             with atomic_open(stage / "metrics.json", "w") as fh:
                 fh.write(json.dumps(single, indent=2) + "\n")
             with atomic_open(stage / "report.md", "w") as fh:
@@ -517,6 +524,7 @@ def _run_jobs(jobs, names, out, *, model, data_root, device, seed, quick, quiet,
             raise
         finally:
             del ctx._staged[name]
+            ctx.data_files = read | ctx.data_files
         res.plots = [_moved(p, stage, final) for p in res.plots]
         results[name] = res
         # The top-level pair is rewritten after every benchmark, so it always describes the

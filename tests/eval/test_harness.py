@@ -614,3 +614,28 @@ def test_the_recorded_command_keeps_global_options_and_every_argument(tmp_path, 
     assert m["data_root"] == str(data_root.resolve())
     assert m["cwd"]
     assert f"- command: `{m['command']}`" in (out / "report.md").read_text()
+
+
+def test_each_benchmark_copy_carries_its_own_manifest(tmp_path, data_root):
+    """out/NAME/metrics.json and report.md list only the data files that benchmark read and
+    its own timing (they carried the whole run's: every benchmark's files)."""
+    other = "genomes/bacteria/Brucella_melitensis_16M.gbff.gz"
+
+    def reads(*rels):
+        def run(ctx):
+            for rel in rels:
+                ctx.data_file(rel)
+            return harness.BenchResult(metrics={"n": len(rels)})
+        return run
+
+    doc = harness.run_jobs([("a", reads(VALIDATION)), ("b", reads(other, VALIDATION))],
+                           out=tmp_path, model=None, data_root=data_root)
+    assert set(doc["manifest"]["data_files"]) == {VALIDATION, other}
+    assert doc["manifest"]["benchmarks"] == ["a", "b"]
+    own_a = json.loads((tmp_path / "a" / "metrics.json").read_text())["manifest"]
+    own_b = json.loads((tmp_path / "b" / "metrics.json").read_text())["manifest"]
+    assert set(own_a["data_files"]) == {VALIDATION} and own_a["benchmarks"] == ["a"]
+    assert set(own_b["data_files"]) == {other, VALIDATION} and own_b["benchmarks"] == ["b"]
+    assert own_a["wall_s"] == doc["benchmarks"]["a"]["wall_s"]
+    assert other not in (tmp_path / "a" / "report.md").read_text()
+    assert other in (tmp_path / "b" / "report.md").read_text()
