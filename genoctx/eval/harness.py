@@ -645,9 +645,18 @@ def main_module_entry(name: str, argv=None) -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    doc = run_benchmarks([name], out=args.out, model=None if args.model == "none" else args.model,
-                         data_root=args.data_root, quick=args.quick, seed=args.seed,
-                         command=shlex.join(["python", "-m",
-                                             f"genoctx.eval.benchmarks.{BENCHMARKS[name]}",
-                                             *(sys.argv[1:] if argv is None else argv)]))
+    from genoctx.errors import GenoctxError
+
+    try:
+        doc = run_benchmarks([name], out=args.out,
+                             model=None if args.model == "none" else args.model,
+                             data_root=args.data_root, quick=args.quick, seed=args.seed,
+                             command=shlex.join(["python", "-m",
+                                                 f"genoctx.eval.benchmarks.{BENCHMARKS[name]}",
+                                                 *(sys.argv[1:] if argv is None else argv)]))
+    except (GenoctxError, OSError) as exc:  # one line and status 2, as `genoctx eval` says it
+        what = exc if isinstance(exc, GenoctxError) else (
+            f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
+        print(f"genoctx: error: {what}", file=sys.stderr)
+        sys.exit(2)
     print(json.dumps(doc["benchmarks"][name]["rows"], indent=1))

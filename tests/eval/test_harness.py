@@ -639,3 +639,18 @@ def test_each_benchmark_copy_carries_its_own_manifest(tmp_path, data_root):
     assert own_a["wall_s"] == doc["benchmarks"]["a"]["wall_s"]
     assert other not in (tmp_path / "a" / "report.md").read_text()
     assert other in (tmp_path / "b" / "report.md").read_text()
+
+
+def test_module_entry_errors_are_one_line_with_status_2(tmp_path, capsys, data_root):
+    """`python -m genoctx.eval.benchmarks.X` with a missing data root or model says so in one
+    line and exits 2, as `genoctx eval` does (it printed a traceback, status 1)."""
+    for args, said in ((["--data-root", str(tmp_path / "nowhere"), "--model", "none"],
+                        "does not exist"),
+                       (["--data-root", str(data_root), "--model", str(tmp_path / "nomodel")],
+                        "not found")):
+        with pytest.raises(SystemExit) as stop:
+            harness.main_module_entry("dnabert-promoter",
+                                      [*args, "--quick", "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2
+        assert err.startswith("genoctx: error: ") and said in err and err.count("\n") == 1
