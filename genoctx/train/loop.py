@@ -284,7 +284,7 @@ def _train(model, step_fn, sampler, run_dir: Path, cfg: LoopConfig, title: str, 
         start = meta["step"]
         sampler.set_state(meta["sampler"])
         torch.set_rng_state(torch.tensor(meta["torch_rng"], dtype=torch.uint8))
-        before = _truncate_csv(csv_path, start) if dp.main else 0.0
+        before = _truncate_csv(csv_path, start, cfg.log_every) if dp.main else 0.0
     elif csv_path.exists() and dp.main:
         csv_path.unlink()
     # elapsed_s counts on across resumes (from the last logged step kept)
@@ -388,10 +388,13 @@ def _append_csv(path: Path, row: dict) -> None:
         w.writerow(row)
 
 
-def _truncate_csv(path: Path, step: int) -> float:
-    """Drop logged rows after ``step``; returns the elapsed seconds of the last row kept. The
-    file is replaced whole (:func:`genoctx.io.atomic.atomic_open`): a run stopped while it is
-    rewritten keeps its loss log as it was, and another process reading it sees either."""
+def _truncate_csv(path: Path, step: int, log_every: int | None = None) -> float:
+    """Drop logged rows after ``step``, and the row at ``step`` itself when it is off the
+    ``log_every`` grid (logged only because a stop, ``--stop-after`` or ``--time-limit``, ended
+    the run there), so that a resumed run logs the steps an uninterrupted one does; returns the
+    elapsed seconds at ``step`` (else of the last row kept). The file is replaced whole
+    (:func:`genoctx.io.atomic.atomic_open`): a run stopped while it is rewritten keeps its loss
+    log as it was, and another process reading it sees either."""
     from genoctx.io.atomic import atomic_open
 
     if not path.exists():
@@ -400,14 +403,17 @@ def _truncate_csv(path: Path, step: int) -> float:
         reader = csv.DictReader(fh)
         rows = [r for r in reader if int(r["step"]) <= step]
         fields = reader.fieldnames or []
+    elapsed = float(rows[-1]["elapsed_s"]) if rows else 0.0
+    if rows and log_every and int(rows[-1]["step"]) == step and step % log_every:
+        rows.pop()
     if not rows:
         path.unlink()
-        return 0.0
+        return elapsed
     with atomic_open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    return float(rows[-1]["elapsed_s"])
+    return elapsed
 
 
 def command_line() -> str:

@@ -373,3 +373,23 @@ def test_a_resume_rewrites_the_loss_log_whole_or_not_at_all(tmp_path, monkeypatc
     with open(log, newline="") as fh:
         assert [int(r["step"]) for r in csv.DictReader(fh)] == [10, 20, 30, 40, 50]
     assert loop._truncate_csv(log, 5) == 0.0 and not log.exists()
+
+
+def test_a_run_stopped_off_the_log_grid_logs_the_steps_of_an_uninterrupted_one(tmp_path,
+                                                                               example_fasta):
+    """--stop-after (or --time-limit) logs the step it stops at, whatever log_every says; the
+    resumed run drops that row, so its loss.csv has the rows of a run that never stopped (the
+    audit found the extra row kept)."""
+    _tiny_run(tmp_path / "a", example_fasta, steps=6, log_every=2)
+    _tiny_run(tmp_path / "b", example_fasta, steps=6, log_every=2, stop_after=3)
+    steps_b = [r.split(",")[0] for r in (tmp_path / "b" / "loss.csv").read_text().splitlines()]
+    assert steps_b == ["step", "2", "3"]
+    _tiny_run(tmp_path / "b", example_fasta, steps=6, log_every=2)
+
+    def drop_times(path):
+        rows = [r.split(",") for r in path.read_text().splitlines()]
+        i = rows[0].index("elapsed_s")
+        return [r[:i] + r[i + 1:] for r in rows]
+
+    assert drop_times(tmp_path / "b" / "loss.csv") == drop_times(tmp_path / "a" / "loss.csv")
+    assert [r[0] for r in drop_times(tmp_path / "b" / "loss.csv")] == ["step", "2", "4", "6"]
