@@ -99,8 +99,12 @@ def local_attn_blocked(q, k, v, *, block_size, causal=True, extra_blocks=None, s
 
     Causal: query blocks are grouped by how many valid extra blocks they have; each group runs
     one fused SDPA over ``[extras | block i-1 | block i]`` with one broadcast mask, so no
-    per-element mask is built. Bidirectional (full forwards only) uses a per-key mask.
+    per-element mask is built. Bidirectional (full forwards only) uses a per-key mask. On the
+    meta device (shapes only) the output is an empty tensor of its shape: the grouping depends
+    on the values.
     """
+    if q.is_meta:
+        return q.new_empty(*q.shape[:3], v.shape[-1])
     if not causal:
         return _local_attn_bidir(q, k, v, block_size=block_size, extra_blocks=extra_blocks,
                                  scale=scale)
@@ -415,6 +419,8 @@ def select_extra_blocks(q, k, gate, *, block_size, top_k_blocks, window_blocks, 
     idx, _ = block_topk(prepare(q_src[:, :, :T].transpose(1, 2)), k, block_size=block_size,
                         top_k=top_k_blocks, causal=causal, window_blocks=window_blocks,
                         num_selected=num_selected)
+    if idx.is_meta:  # shapes only: any slot may be used
+        return idx
     used = (idx >= 0).flatten(0, 2).any(0).nonzero()
     return idx[..., : int(used.max()) + 1].contiguous() if used.numel() else None
 

@@ -147,6 +147,8 @@ class GenoCtxModel(nn.Module):
                 or tokens.numel() == 0):
             raise ValueError(f"tokens must be a non-empty integer tensor [B, T], got "
                              f"{tuple(tokens.shape)} {tokens.dtype}")
+        if tokens.is_meta:  # shapes only (the full-size configs): no values to check
+            return tokens.long()
         if int(tokens.min()) < 0 or int(tokens.max()) >= self.config.vocab_size:
             raise ValueError(f"token ids must lie in [0, {self.config.vocab_size}); tokenize with "
                              f"genoctx.tokenize.nucleotide")

@@ -161,11 +161,22 @@ class MoE(nn.Module):
                        for i in range(0, N, step)])
         if self.shared is not None:
             y = y + self.shared(x_ND)
-        self._losses(logits, torch.bincount(idx_NK.flatten(), minlength=self.cfg.num_experts))
+        if not x_ND.is_meta:  # the counts depend on the values
+            self._losses(logits, torch.bincount(idx_NK.flatten(),
+                                                minlength=self.cfg.num_experts))
         return y.view(B, T, D).to(x_BTD.dtype)
 
     def _experts(self, x_ND, w_NK, idx_NK, ops: MoEOps) -> torch.Tensor:
-        """Dropless dispatch of ``x_ND`` to its routed experts and back: ``[N, D] -> [N, D]``."""
+        """Dropless dispatch of ``x_ND`` to its routed experts and back: ``[N, D] -> [N, D]``.
+
+        On the meta device (shapes only: the full-size configs) every routed row goes through
+        one expert's weights, which has the dispatch's shapes and FLOPs (top_k expert passes
+        per token) without the value-dependent grouping."""
+        if x_ND.is_meta:
+            K = idx_NK.shape[1]
+            gate, up = (x_ND.repeat_interleave(K, 0) @ self.w_gate_up[0]).chunk(2, dim=-1)
+            y_perm = (F.silu(gate) * up) @ self.w_down[0]
+            return (y_perm.view(-1, K, y_perm.shape[-1]) * w_NK[..., None]).sum(1)
         x_perm, order, counts = ops.permute(x_ND, idx_NK, self.cfg.num_experts)
         gate, up = ops.grouped_mm(x_perm, self.w_gate_up, counts).chunk(2, dim=-1)
         y_perm = ops.grouped_mm(F.silu(gate).mul_(up), self.w_down, counts)
