@@ -34,7 +34,7 @@ def train(
                                                   "three windows in ten eukaryotic)."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available), cpu or "
                                "cuda; under torchrun, cuda is each process's own GPU."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or notes."),
 ) -> None:
     """Train a recipe on the train-role data; validation/benchmark files are refused.
 
@@ -56,6 +56,11 @@ def train(
     r = recipes.get_recipe(recipe, steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr,
                            seed=seed, threads=threads, stop_after=stop_after,
                            time_limit=time_limit, eukaryote_weight=eukaryote_weight)
+    if r.loop.steps <= r.loop.warmup and not quiet:  # lr_at: no peak, so no decay either
+        typer.echo(f"note: --steps {r.loop.steps} is within the {r.name} recipe's warm-up of "
+                   f"{r.loop.warmup} steps: the learning rate rises to "
+                   f"{r.loop.lr * r.loop.steps / r.loop.warmup:.2g} of --lr {r.loop.lr:g} and "
+                   "never decays", err=True)
     if eukaryote_weight is not None and r.name != "annotation":
         raise InputError("--eukaryote-weight applies to the annotation recipe only")
     if init is not None and r.name != "annotation":

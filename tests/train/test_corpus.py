@@ -207,6 +207,19 @@ def test_bad_training_options_fail_before_any_work(cli, tmp_path, args, message)
     assert not (tmp_path / "r").exists()
 
 
+def test_steps_within_the_warm_up_are_noted(cli, tmp_path):
+    """A run shorter than the recipe's warm-up (20 steps for lm) never reaches --lr nor decays:
+    a note says so before any work (the audit found it silent)."""
+    code, _, err = cli(["train", "--recipe", "lm", "--out", tmp_path / "r", "--steps", "10",
+                        "--data-root", tmp_path / "nowhere"])
+    assert code == 2 and "note: --steps 10 is within the lm recipe's warm-up of 20 steps: the " \
+        "learning rate rises to 0.0015 of --lr 0.003 and never decays" in err
+    for more in (["--steps", "21"], ["--steps", "10", "--quiet"]):
+        code, _, err = cli(["train", "--recipe", "lm", "--out", tmp_path / "r", *more,
+                            "--data-root", tmp_path / "nowhere"])
+        assert code == 2 and "warm-up" not in err
+
+
 def test_the_small_gene_loci_inside_their_archive_are_held_out(data_root):
     """The validation C. elegans small-gene loci sit as FASTA files inside a .tar.gz, which the
     guard did not read: a locus copied into a training file trained."""
