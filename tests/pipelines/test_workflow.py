@@ -270,6 +270,21 @@ def _run(cmd: list[str], cwd: Path, data_root: Path) -> subprocess.CompletedProc
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
+def _score_without_annotation(test_dir: Path, data_root: Path, sample: str, sheet: str,
+                              settings: str = "") -> list:
+    """Run the workflow's scoring of ``sample`` (sample sheet ``config/SHEET``) with
+    ``score.annotation: none`` (plus ``settings``, more ``score:`` lines) and return its
+    VCF's header and records (``pysam.VariantFile`` read whole)."""
+    (test_dir / "config" / "none.yaml").write_text(f"score:\n  annotation: none\n{settings}")
+    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2",
+                               "--configfile", "config/config.yaml", "config/none.yaml",
+                               "--config", f"samples=config/{sheet}", "--",
+                               f"results/score/{sample}.vcf.gz"], test_dir, data_root)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    with pysam.VariantFile(str(test_dir / "results" / "score" / f"{sample}.vcf.gz")) as vf:
+        return vf.header, list(vf)
+
+
 def test_lint_is_clean(workdir, data_root):
     res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--lint"], workdir,
                data_root)
@@ -585,15 +600,9 @@ def test_scoring_without_an_annotation_reads_declared_circles_whole(workdir, dat
     (test_dir / "config" / "ring.tsv").write_text(
         "sample\tfasta\tvcf\tcircular\n"
         "ring\tresources/pPCP1_cut.fa\tresources/ring.vcf\tdeclared\n")
-    (test_dir / "config" / "none.yaml").write_text("score:\n  annotation: none\n")
-    res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2",
-                               "--configfile", "config/config.yaml", "config/none.yaml",
-                               "--config", "samples=config/ring.tsv", "--",
-                               "results/score/ring.vcf.gz"], test_dir, data_root)
-    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
-    with pysam.VariantFile(str(test_dir / "results" / "score" / "ring.vcf.gz")) as vf:
-        said = vf.header.info["GCX_CONSEQ"].description
-        got = [(r.pos, r.info["GCX_CONSEQ"]) for r in vf]
+    header, records = _score_without_annotation(test_dir, data_root, "ring", "ring.tsv")
+    said = header.info["GCX_CONSEQ"].description
+    got = [(r.pos, r.info["GCX_CONSEQ"]) for r in records]
     assert "from the annotation genes.gff3" in said
     genes = (test_dir / "results" / "score" / "ring" / "genes.gff3").read_text()
     assert f"\tregion\t1\t{len(seq)}\t" in genes and "Is_circular=true" in genes
@@ -743,15 +752,10 @@ def test_scoring_without_an_annotation_is_the_same_for_every_chunking(workdir, d
         "sample\tfasta\tvcf\nhinf\tresources/hinf.fa\tresources/hinf.vcf\n")
     got = []
     for records in (1, 6):
-        (test_dir / "config" / "none.yaml").write_text(
-            f"score:\n  annotation: none\n  chunk_records: {records}\n  context: 256\n")
-        res = _run(_snakemake() + ["--snakefile", "../workflow/Snakefile", "--cores", "2",
-                                   "--configfile", "config/config.yaml", "config/none.yaml",
-                                   "--config", "samples=config/hinf.tsv", "--",
-                                   "results/score/hinf.vcf.gz"], test_dir, data_root)
-        assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
-        with pysam.VariantFile(str(test_dir / "results" / "score" / "hinf.vcf.gz")) as vf:
-            got.append([(r.pos, r.info["GCX_CLASS"], r.info["GCX_CONSEQ"]) for r in vf])
+        _, scored = _score_without_annotation(
+            test_dir, data_root, "hinf", "hinf.tsv",
+            f"  chunk_records: {records}\n  context: 256\n")
+        got.append([(r.pos, r.info["GCX_CLASS"], r.info["GCX_CONSEQ"]) for r in scored])
         chunks = len(list((test_dir / "results" / "score" / "hinf" / "chunks").glob("*.vcf")))
         assert chunks == len(HINF_SNVS) // records
         shutil.rmtree(test_dir / "results" / "score")
