@@ -17,9 +17,13 @@ Each repeat runs in a fresh process. ``--code DIR ...`` times other checkouts of
 ``git worktree`` of an older commit, say), alternating with this one repeat by repeat so that
 both see the same load on a shared machine, and checks that every checkout makes the same
 calls (a digest of contig, start, end, strand, score, start codon and partial flags).
+``--python-too`` times this checkout a second time without its compiled loops
+(``genoctx/heads/_native.c``: the Python and numpy versions they replace); the ``C`` column
+says which ran.
 
 Run: ``python benchmarks/decoder_speed.py [--genome NAME] [--contigs 100] [--draft-size 5000]
-[--repeats 3] [--code DIR ...] [--no-write]`` (writes the ``decoder-speed`` section of docs/benchmarks.md).
+[--repeats 3] [--code DIR ...] [--python-too] [--no-write]`` (writes the ``decoder-speed``
+section of docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ CASES = ("single", "meta", "draft", "circular")
 def _worker(args) -> None:
     """One repeat in this process: print {case: [wall s, CPU s, calls, digest]} as JSON."""
     import genoctx
+    from genoctx.heads import decoder, orf_scorer
     from genoctx.heads.decoder import call_genes_multi
     from genoctx.io.annotation import read_sequences_genbank
     from genoctx.io.dataroot import resolve_data_root
@@ -60,7 +65,10 @@ def _worker(args) -> None:
     contigs = [(f"c{i}", seq[i * step:i * step + SIZE]) for i in range(args.contigs)
                if i * step + SIZE <= len(seq)]
     draft = [(f"d{i}", seq[i:i + args.draft_size]) for i in range(0, len(seq), args.draft_size)]
-    out = {"genoctx": str(Path(genoctx.__file__).resolve().parent.parent)}
+    if args.no_native:  # the loops the compiled part replaces
+        decoder._chain = orf_scorer._tree_sum = None
+    out = {"genoctx": str(Path(genoctx.__file__).resolve().parent.parent),
+           "native": getattr(decoder, "_chain", None) is not None}
     for case, recs, procedure in (("single", records, "single"), ("meta", contigs, "meta"),
                                   ("draft", draft, "single"), ("circular", records, "single")):
         extra = {"circular": True} if case == "circular" else {}
@@ -93,50 +101,58 @@ def main(argv=None) -> None:
     ap.add_argument("--draft-size", type=int, default=5000, help="contig size of the draft case")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--code", nargs="*", default=[], help="other genoctx checkouts to time")
+    ap.add_argument("--python-too", action="store_true",
+                    help="time this checkout without its compiled loops too")
     ap.add_argument("--data-root", default=None)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-native", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         return _worker(args)
 
     from _report import md_table, section_head, write_section
 
-    codes = [REPO] + [Path(c).resolve() for c in args.code]
-    runs: dict[Path, list[dict]] = {c: [] for c in codes}
+    # (checkout, its compiled loops turned off)
+    codes = ([(REPO, False)] + ([(REPO, True)] if args.python_too else [])
+             + [(Path(c).resolve(), False) for c in args.code])
+    runs: dict[tuple, list[dict]] = {c: [] for c in codes}
     forward = ["--genome", args.genome, "--contigs", str(args.contigs),
                "--draft-size", str(args.draft_size)]
     if args.data_root:
         forward += ["--data-root", args.data_root]
     for r in range(args.repeats):
-        for code in codes if r % 2 == 0 else codes[::-1]:
+        for code, off in codes if r % 2 == 0 else codes[::-1]:
             env = {**os.environ, "PYTHONPATH": str(code), "OMP_NUM_THREADS": "1"}
-            done = subprocess.run([sys.executable, __file__, "--worker", *forward], env=env,
+            done = subprocess.run([sys.executable, __file__, "--worker", *forward]
+                                  + (["--no-native"] if off else []), env=env,
                                   capture_output=True, text=True, check=False)
             if done.returncode:
                 sys.exit(f"{code}: {done.stderr.strip().splitlines()[-1:]}")
             result = json.loads(done.stdout.strip().splitlines()[-1])
             if Path(result["genoctx"]) != code:
                 sys.exit(f"{code}: imported genoctx from {result['genoctx']} instead")
-            runs[code].append(result)
-            print(f"# {_commit(code)} repeat {r + 1}: " + ", ".join(
-                f"{k} {v[0]:.2f} s" for k, v in result.items() if k != "genoctx" and v),
+            runs[code, off].append(result)
+            print(f"# {_commit(code)}{' (no C)' if off else ''} repeat {r + 1}: " + ", ".join(
+                f"{k} {v[0]:.2f} s" for k, v in result.items() if isinstance(v, list)),
                 flush=True)
     rows, digests = [], {}
-    for code in codes:
+    for key in codes:
+        code = key[0]
+        native = "yes" if all(x.get("native") for x in runs[key]) else "no"
         for case in CASES:
-            if any(x.get(case) is None for x in runs[code]):
+            if any(x.get(case) is None for x in runs[key]):
                 continue
-            walls = [x[case][0] for x in runs[code]]
-            cpus = [x[case][1] for x in runs[code]]
-            first = runs[code][0][case]
-            digests.setdefault(case, set()).update(x[case][3] for x in runs[code])
-            rows.append([_commit(code) + (" (this)" if code == REPO else ""), case,
+            walls = [x[case][0] for x in runs[key]]
+            cpus = [x[case][1] for x in runs[key]]
+            first = runs[key][0][case]
+            digests.setdefault(case, set()).update(x[case][3] for x in runs[key])
+            rows.append([_commit(code) + (" (this)" if code == REPO else ""), native, case,
                          f"{first[4] / 1e6:.2f}", first[2], f"{min(walls):.2f}",
                          f"{statistics.median(walls):.2f}", f"{min(cpus):.2f}",
                          f"{min(cpus) / (first[4] / 1e6):.2f}", first[3]])
     same = all(len(d) == 1 for d in digests.values())
-    table = md_table(["code", "case", "Mb", "calls", "wall s (min)", "wall s (median)",
+    table = md_table(["code", "C", "case", "Mb", "calls", "wall s (min)", "wall s (median)",
                       "CPU s (min)", "CPU s per Mb", "calls digest"], rows)
     print(table)
     print("same calls in every run and checkout" if same else "CALLS DIFFER")
@@ -149,6 +165,8 @@ def main(argv=None) -> None:
             f"of the bank; `draft`: the longest record cut into {args.draft_size:,}-bp "
             "contigs, self-trained on all of them together; `circular`: the whole genome, "
             "every record a circle (`--circular`); one process, no model, no RNA finders. "
+            "`C`: whether the compiled loops ran (genoctx/heads/_native.c; `no`: the Python "
+            "and numpy versions they replace). "
             f"{args.repeats} repeats, each in a fresh process, checkouts alternating. "
             + ("Every run of every checkout made the same calls (digest column)."
                if same else "**The checkouts' calls differ.**") + "\n\n" + table + "\n"))

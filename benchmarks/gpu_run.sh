@@ -18,6 +18,10 @@ export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
 # genoctx is not installed there: a link makes genoctx.kernels a real subpackage, so that fresh
 # processes (time_annotate's `python -m genoctx annotate`) import it as an install would
 python3 -c 'import genoctx.kernels' 2> /dev/null || ln -sfn ../kernels genoctx/kernels
+# the decoder's compiled loops (setup.py), built for that machine's Python where it has a C
+# compiler and Python's headers; without them the decoder runs its Python loops (slower)
+python3 setup.py -q build_ext --inplace > "$OUT/build_ext.log" 2>&1 \
+    || echo "note: genoctx/heads/_native.c not built there (see build_ext.log)" >&2
 if command -v nvidia-smi > /dev/null; then
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/nvidia-smi.csv"
 fi

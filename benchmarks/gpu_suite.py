@@ -896,7 +896,10 @@ def annotate_genome(path: Path | None, device: str = "cuda") -> None:
         params = decoder_params(checkpoint.resolve_checkpoint("embedded"))
         timed(f"genes + RNA genes as annotate finds them ({workers} processes)",
               lambda: call_bacterial(records, params=params, workers=workers))
-        timed("gene decoder only (sequence, one process)",
+        from genoctx.heads import decoder
+
+        loops = "C loops" if decoder._chain is not None else "Python loops: _native.c not built"
+        timed(f"gene decoder only (sequence, one process, {loops})",
               lambda: call_genes_multi(records, procedure="auto"))
         if all(available().values()):
             timed("RNA-gene finders only (ARAGORN + barrnap)", lambda: find_rna_genes(records))

@@ -77,6 +77,11 @@ from genoctx.heads.start_model import (
     train_start_model_orfs,
 )
 
+try:  # the DP of select_genes compiled (_native.c); where it is not built, its Python loop
+    from genoctx.heads._native import chain as _chain
+except ImportError:
+    _chain = None
+
 # Gene-level features of a candidate, in the order of DecoderParams.gene_weights. "coding" is the
 # coding part of the start-choice score (with the head's weighted evidence when given); "start"
 # the start LLRs in units of the codon-type weight.
@@ -398,20 +403,46 @@ def select_genes(left: np.ndarray, right: np.ndarray, strand: np.ndarray, score:
     credit = np.zeros(n) if credit is None else np.asarray(credit, dtype=np.float64)
     idx = np.flatnonzero(score > -_link_slack(left, right, strand, credit, link_weight))
     order = idx[np.lexsort((strand[idx], left[idx], right[idx]))]
+    prev = np.full(n, -1, dtype=np.int64)
+    # overlap allowed [predecessor strand][this gene's strand is minus]
+    ovl = (params.max_same_overlap, params.max_tail_overlap,
+           params.max_head_overlap, params.max_same_overlap)
+    args = (order.astype(np.int64), *(np.ascontiguousarray(a, dtype=np.int64)
+                                      for a in (left, right, strand)),
+            np.ascontiguousarray(score, dtype=np.float64), np.ascontiguousarray(credit), prev,
+            tuple(int(v) for v in ovl), link_weight > 0, float(link_weight), OPERON_NEAR,
+            OPERON_FAR)
+    tails = [t for t in (_chain(*args) if _chain is not None else _chain_py(*args)) if t]
+    if not tails or max(tails)[0] <= 0:
+        return np.zeros(0, dtype=np.int64)
+    i = max(tails)[1]
+    chosen = []
+    prev = prev.tolist()
+    while i >= 0:
+        chosen.append(i)
+        i = prev[i]
+    return np.array(chosen[::-1], dtype=np.int64)
+
+
+def _chain_py(order, left, right, strand, score, credit, prev, ovl, linked, w, near_bp, far_bp):
+    """The DP of :func:`select_genes` over the genes of ``order`` (sorted by end, start, strand):
+    fills ``prev`` (each gene's best predecessor, -1: none) and returns per predecessor strand
+    (plus, minus) the best chain's (value, last gene), or None where that strand has no gene.
+    ``ovl``: the overlaps allowed, [predecessor strand][this gene is minus] flattened.
+
+    The reference of the compiled ``genoctx.heads._native.chain``, which decodes the same way
+    bit for bit (the tests compare them); this one runs where that is not built.
+    """
     # plain Python lists: the loop below is per gene, where numpy scalars cost more than they
     # save. Per strand of the predecessor (0: plus, 1: minus), genes by end: their ends,
     # starts, DP values and indices, and the prefix maxima of the values (and their indices).
     lo_l, hi_l, st_l = left.tolist(), right.tolist(), strand.tolist()
     score_l, credit_l = score.tolist(), credit.tolist()
     ends, starts, vals, ids, best_v, best_i = ([[], []] for _ in range(6))
-    prev = [-1] * n
-    linked = link_weight > 0
-    w, far = link_weight, -link_weight
-    near_bp, far_bp = OPERON_NEAR, OPERON_FAR
-    # overlap allowed [predecessor strand][this gene's strand is minus]
-    ovl = ((params.max_same_overlap, params.max_tail_overlap),
-           (params.max_head_overlap, params.max_same_overlap))
+    far = -w
+    ovl = ((ovl[0], ovl[1]), (ovl[2], ovl[3]))
     bisect_left, bisect_right = bisect.bisect_left, bisect.bisect_right
+    back = prev.tolist()
     for i in order.tolist():
         lo, hi, st = lo_l[i], hi_l[i], st_l[i]
         me = 0 if st == 1 else 1
@@ -446,7 +477,7 @@ def select_genes(left: np.ndarray, right: np.ndarray, strand: np.ndarray, score:
                 if v > b_val:
                     b_val, b_arg = v, ids[ps][t]
         value = score_l[i] + b_val
-        prev[i] = b_arg
+        back[i] = b_arg
         ends[me].append(hi)
         starts[me].append(lo)
         vals[me].append(value)
@@ -458,15 +489,8 @@ def select_genes(left: np.ndarray, right: np.ndarray, strand: np.ndarray, score:
         else:
             bv.append(value)
             best_i[me].append(i)
-    tails = [(bv[-1], bi[-1]) for bv, bi in zip(best_v, best_i) if bv]
-    if not tails or max(tails)[0] <= 0:
-        return np.zeros(0, dtype=np.int64)
-    i = max(tails)[1]
-    chosen = []
-    while i >= 0:
-        chosen.append(i)
-        i = prev[i]
-    return np.array(chosen[::-1], dtype=np.int64)
+    prev[:] = back
+    return tuple((bv[-1], bi[-1]) if bv else None for bv, bi in zip(best_v, best_i))
 
 
 # --------------------------------------------------------------------------- genome-level training

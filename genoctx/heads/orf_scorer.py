@@ -31,6 +31,11 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.io.digest import verify_digest_file, write_digest, write_fit_record
 
+try:  # the trees' sum compiled (_native.c); where it is not built, numpy
+    from genoctx.heads._native import tree_sum as _tree_sum
+except ImportError:
+    _tree_sum = None
+
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 FILE = "orf_scorer.safetensors"
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
@@ -134,7 +139,7 @@ class TreeEnsemble:
         return cls(feat, thr, left, right, val, base)
 
     def decision_function(self, x_NF: np.ndarray, chunk: int = 512,
-                          threads: int | None = None) -> np.ndarray:
+                          threads: int | None = None, native: bool = True) -> np.ndarray:
         """Log-odds of every row, [N].
 
         All trees descend together, ``chunk`` rows at a time: one numpy step per tree level
@@ -145,8 +150,12 @@ class TreeEnsemble:
         to :data:`MAX_THREADS` of the cores available when there are at least
         :data:`THREAD_MIN_CHUNKS` chunks (a whole genome's ORFs), else one. The result does not
         depend on it.
+
+        Where genoctx's C part is built (``genoctx.heads._native``, see setup.py) the rows go
+        down the trees one by one in C instead, the leaf values added in the same order (the
+        same sums), the rows split evenly among the threads; ``native=False`` runs numpy.
         """
-        x = np.asarray(x_NF, dtype=np.float64)
+        x = np.ascontiguousarray(x_NF, dtype=np.float64)
         out = np.empty(len(x))
         starts = range(0, len(x), chunk)
         if threads is None:
@@ -154,15 +163,27 @@ class TreeEnsemble:
 
             threads = (min(MAX_THREADS, available_cores())
                        if len(starts) >= THREAD_MIN_CHUNKS else 1)
+        native = native and _tree_sum is not None
+        if native:  # the same loop compiled, the same sums; one slice of rows per thread
+            step = -(-len(x) // max(1, threads))
+            starts, chunk = range(0, len(x), max(step, 1)), max(step, 1)
+            trees = tuple(np.ascontiguousarray(a, dtype=d) for a, d in (
+                (self.feature, np.int32), (self.threshold, np.float64), (self.left, np.int32),
+                (self.right, np.int32), (self.value, np.float64)))
+
+            def run(lo: int) -> None:  # the C loop lets go of the GIL
+                _tree_sum(x[lo:lo + chunk], *trees, float(self.baseline), out[lo:lo + chunk])
+        else:
+            def run(lo: int) -> None:
+                out[lo:lo + chunk] = self._chunk(x[lo:lo + chunk])
         if threads <= 1 or len(starts) <= 1:
             for lo in starts:
-                out[lo:lo + chunk] = self._chunk(x[lo:lo + chunk])
+                run(lo)
             return out
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(threads, len(starts))) as pool:
-            for lo, z in zip(starts, pool.map(lambda a: self._chunk(x[a:a + chunk]), starts)):
-                out[lo:lo + chunk] = z
+            list(pool.map(run, starts))
         return out
 
     def _chunk(self, x_NF: np.ndarray) -> np.ndarray:

@@ -1,0 +1,282 @@
+/* The gene decoder's two per-item loops, compiled: what numpy cannot vectorise.
+ *
+ * chain: the dynamic programme of genoctx.heads.decoder.select_genes, the loop of
+ *   decoder._chain_py written out: the same genes in the same order, the same comparisons and
+ *   the same floating-point operations in the same order, so the same predecessors bit for bit.
+ * tree_sum: the ORF scorer's tree ensemble (genoctx.heads.orf_scorer.TreeEnsemble): each row
+ *   down each tree, the leaf values added from the baseline in the trees' order, as the numpy
+ *   version adds them, so the same sums bit for bit.
+ *
+ * Both take and fill plain buffers (int32/int64/float64, C-contiguous), so they need no numpy
+ * headers to build; where this module is not built the Python/numpy versions run instead
+ * (tests/heads compare the two).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t *ends, *starts, *ids, *best_i;
+    double *vals, *best_v;
+    Py_ssize_t n;
+} Side;
+
+static int side_alloc(Side *s, Py_ssize_t cap) {
+    size_t c = cap > 0 ? (size_t)cap : 1;
+    s->n = 0;
+    s->ends = malloc(c * sizeof(int64_t));
+    s->starts = malloc(c * sizeof(int64_t));
+    s->ids = malloc(c * sizeof(int64_t));
+    s->best_i = malloc(c * sizeof(int64_t));
+    s->vals = malloc(c * sizeof(double));
+    s->best_v = malloc(c * sizeof(double));
+    return s->ends && s->starts && s->ids && s->best_i && s->vals && s->best_v;
+}
+
+static void side_free(Side *s) {
+    free(s->ends); free(s->starts); free(s->ids); free(s->best_i); free(s->vals); free(s->best_v);
+}
+
+/* first index in e[0:n] whose value is >= x (bisect.bisect_left) */
+static Py_ssize_t lower(const int64_t *e, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (e[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* first index in e[0:n] whose value is > x (bisect.bisect_right) */
+static Py_ssize_t upper(const int64_t *e, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (x < e[mid]) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* a C-contiguous buffer of ndim dimensions of kind 'q' (int64), 'i' (int32) or 'd' (float64) */
+static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(o, b, flags) < 0) return 0;
+    const char *f = b->format ? b->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    int ok;
+    if (kind == 'd')
+        ok = b->itemsize == 8 && strcmp(f, "d") == 0;
+    else if (kind == 'i')
+        ok = b->itemsize == 4 && (strcmp(f, "i") == 0 || (sizeof(long) == 4 && strcmp(f, "l") == 0));
+    else
+        ok = b->itemsize == 8 && (strcmp(f, "q") == 0 || (sizeof(long) == 8 && strcmp(f, "l") == 0));
+    if (!ok || b->ndim != ndim) {
+        PyErr_Format(PyExc_TypeError, "%s must be a %d-d C-contiguous %s array", name, ndim,
+                     kind == 'd' ? "float64" : kind == 'i' ? "int32" : "int64");
+        PyBuffer_Release(b);
+        return 0;
+    }
+    return 1;
+}
+
+/* chain(order, lo, hi, strand, score, credit, prev, ovl, linked, w, near_bp, far_bp)
+ *   -> ((best value, its index) or None for plus, the same for minus predecessors)
+ * ovl: (same, tail, head, same) overlaps as decoder._chain_py's ovl, flattened. */
+static PyObject *chain(PyObject *self, PyObject *args) {
+    PyObject *o_order, *o_lo, *o_hi, *o_st, *o_score, *o_credit, *o_prev;
+    long long ovl[4];
+    int linked;
+    double w;
+    long long near_bp, far_bp;
+    if (!PyArg_ParseTuple(args, "OOOOOOO(LLLL)pdLL", &o_order, &o_lo, &o_hi, &o_st, &o_score,
+                          &o_credit, &o_prev, &ovl[0], &ovl[1], &ovl[2], &ovl[3], &linked, &w,
+                          &near_bp, &far_bp))
+        return NULL;
+    Py_buffer b[7];
+    PyObject *objs[7] = {o_order, o_lo, o_hi, o_st, o_score, o_credit, o_prev};
+    const char kinds[7] = {'q', 'q', 'q', 'q', 'd', 'd', 'q'};
+    const char *names[7] = {"order", "lo", "hi", "strand", "score", "credit", "prev"};
+    int got = 0;
+    for (; got < 7; got++)
+        if (!get(objs[got], &b[got], kinds[got], 1, got == 6, names[got])) break;
+    PyObject *result = NULL;
+    Side side[2] = {{0}, {0}};
+    if (got < 7) goto done;
+    Py_ssize_t m = b[0].shape[0], n = b[1].shape[0];
+    if (b[2].shape[0] != n || b[3].shape[0] != n || b[4].shape[0] != n || b[5].shape[0] != n ||
+        b[6].shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "lo, hi, strand, score, credit and prev must have one length");
+        goto done;
+    }
+    const int64_t *order = b[0].buf, *lo_a = b[1].buf, *hi_a = b[2].buf, *st_a = b[3].buf;
+    const double *score = b[4].buf, *credit = b[5].buf;
+    int64_t *prev = b[6].buf;
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (order[k] < 0 || order[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "order holds an index out of range");
+            goto done;
+        }
+    if (!side_alloc(&side[0], m) || !side_alloc(&side[1], m)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const double far = -w;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t i = order[k], lo = lo_a[i], hi = hi_a[i];
+        int me = st_a[i] == 1 ? 0 : 1;
+        double b_val = 0.0;
+        int64_t b_arg = -1;
+        for (int ps = 0; ps < 2; ps++) {
+            Side *s = &side[ps];
+            int same = ps == me;
+            int64_t near = same && linked ? lo - (far_bp - 3) : lo + 1;
+            Py_ssize_t c = lower(s->ends, s->n, near);
+            if (c && s->best_v[c - 1] + far > b_val) {
+                b_val = s->best_v[c - 1] + far;
+                b_arg = s->best_i[c - 1];
+            }
+            int64_t reach = lo + ovl[2 * ps + me];
+            if (hi - 1 < reach) reach = hi - 1;
+            Py_ssize_t stop = upper(s->ends, s->n, reach);
+            for (Py_ssize_t t = c; t < stop; t++) {
+                int64_t et = s->ends[t], st = s->starts[t];
+                if (et > lo) {
+                    if (st >= lo) continue;
+                    if (!same) {  /* opposite strands: each keeps more outside than inside */
+                        int64_t o = et - lo;
+                        if (!(o < lo - st && o < hi - et)) continue;
+                    }
+                }
+                double v = s->vals[t];
+                if (linked) {
+                    if (!same) {
+                        v += far;
+                    } else {
+                        int64_t gap = lo - et;
+                        int64_t dist = gap + 3 < 0 ? -(gap + 3) : gap + 3;
+                        if (dist > far_bp)
+                            v += far;
+                        else if ((dist <= near_bp && gap >= 0) || (double)dist < (double)near_bp / 4)
+                            v += (2.0 - (double)dist / (double)near_bp) * w;
+                        if (gap == -1 || gap == -4)
+                            v += me == 0 ? credit[i] : credit[s->ids[t]];
+                    }
+                }
+                if (v > b_val) {
+                    b_val = v;
+                    b_arg = s->ids[t];
+                }
+            }
+        }
+        double value = score[i] + b_val;
+        prev[i] = b_arg;
+        Side *s = &side[me];
+        Py_ssize_t j = s->n++;
+        s->ends[j] = hi;
+        s->starts[j] = lo;
+        s->vals[j] = value;
+        s->ids[j] = i;
+        if (j && s->best_v[j - 1] >= value) {
+            s->best_v[j] = s->best_v[j - 1];
+            s->best_i[j] = s->best_i[j - 1];
+        } else {
+            s->best_v[j] = value;
+            s->best_i[j] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyTuple_New(2);
+    if (!result) goto done;
+    for (int ps = 0; ps < 2; ps++) {
+        Side *s = &side[ps];
+        PyObject *tail = s->n ? Py_BuildValue("(dL)", s->best_v[s->n - 1], (long long)s->best_i[s->n - 1])
+                              : (Py_INCREF(Py_None), Py_None);
+        if (!tail) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, ps, tail);
+    }
+done:
+    side_free(&side[0]);
+    side_free(&side[1]);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&b[k]);
+    return result;
+}
+
+
+/* tree_sum(x, feature, threshold, left, right, value, baseline, out): out[r] = baseline plus,
+ * tree by tree, the value of the leaf row r of x [N, F] reaches; trees padded to M nodes as
+ * [T, M] arrays (feature -1 at leaves; go left when x <= threshold; child indices). */
+static PyObject *tree_sum(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    double baseline;
+    if (!PyArg_ParseTuple(args, "OOOOOOdO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &baseline, &objs[6]))
+        return NULL;
+    Py_buffer b[7];
+    const char kinds[7] = {'d', 'i', 'd', 'i', 'i', 'd', 'd'};
+    const int dims[7] = {2, 2, 2, 2, 2, 2, 1};
+    const char *names[7] = {"x", "feature", "threshold", "left", "right", "value", "out"};
+    int got = 0;
+    for (; got < 7; got++)
+        if (!get(objs[got], &b[got], kinds[got], dims[got], got == 6, names[got])) break;
+    PyObject *result = NULL;
+    if (got < 7) goto done;
+    Py_ssize_t n = b[0].shape[0], nf = b[0].shape[1], t = b[1].shape[0], m = b[1].shape[1];
+    for (int k = 2; k < 6; k++)
+        if (b[k].shape[0] != t || b[k].shape[1] != m) {
+            PyErr_SetString(PyExc_ValueError, "the tree arrays must have one shape");
+            goto done;
+        }
+    if (b[6].shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "out must have a row of x's length");
+        goto done;
+    }
+    const double *x = b[0].buf, *thr = b[2].buf, *val = b[5].buf;
+    const int32_t *feat = b[1].buf, *left = b[3].buf, *right = b[4].buf;
+    double *out = b[6].buf;
+    /* check every tree once, so the descent below cannot leave its arrays */
+    for (Py_ssize_t k = 0; k < t * m; k++)
+        if (feat[k] >= nf || (feat[k] >= 0 && (left[k] < 0 || left[k] >= m || right[k] < 0 ||
+                                               right[k] >= m || left[k] <= k % m || right[k] <= k % m))) {
+            PyErr_SetString(PyExc_ValueError, "a tree node points outside its tree or the features");
+            goto done;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n; r++) {
+        const double *row = x + r * nf;
+        double s = baseline;
+        for (Py_ssize_t k = 0; k < t; k++) {
+            Py_ssize_t base = k * m, node = 0;
+            int32_t f;
+            while ((f = feat[base + node]) >= 0)
+                node = row[f] <= thr[base + node] ? left[base + node] : right[base + node];
+            s += val[base + node];
+        }
+        out[r] = s;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&b[k]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"chain", chain, METH_VARARGS,
+     "The decoder's DP over genes in order: fills prev, returns each strand's best (value, index)."},
+    {"tree_sum", tree_sum, METH_VARARGS,
+     "The tree ensemble's sum over its trees for every row: fills out."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "The gene decoder's per-item loops, compiled.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,0 +1,167 @@
+"""The decoder's compiled loops (genoctx/heads/_native.c) against the Python/numpy versions they
+replace: the same predecessors, sums and gene calls bit for bit, and errors (not crashes) on
+buffers of the wrong kind."""
+
+import gzip
+import shutil
+import sysconfig
+
+import numpy as np
+import pytest
+from Bio import SeqIO
+
+from genoctx.heads import decoder
+from genoctx.heads import orf_scorer as osc
+from genoctx.heads.decoder import DecoderParams, call_genes_multi, select_genes
+
+native = pytest.importorskip("genoctx.heads._native", reason="genoctx's C part is not built")
+
+
+def test_built_where_a_compiler_is():
+    """Where the install had a C compiler, the decoder and the scorer use the compiled loops
+    (an install that silently lost them would only be slower, so say it here)."""
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler ({cc})")
+    assert decoder._chain is native.chain
+    assert osc._tree_sum is native.tree_sum
+
+
+def _genes(rng, n, span):
+    """Many overlapping candidates on both strands, some starting inside another's stop codon
+    (operon credits: gaps of -1 and -4), some sharing ends (ties in the sort)."""
+    lo = rng.integers(0, span, n)
+    hi = lo + 3 * rng.integers(30, 400, n)
+    strand = rng.choice([1, -1], n)
+    k = n // 5
+    hi[1:k:2] = hi[0:k - 1:2]  # shared ends
+    for i in range(k, 2 * k, 2):  # a same-strand partner 1 or 4 bp into this one's 3' end
+        d = (1, 4)[i % 4 == 0]
+        strand[i + 1] = strand[i]
+        if strand[i] == 1:
+            lo[i + 1] = hi[i] - d
+            hi[i + 1] = lo[i + 1] + 300
+        else:
+            hi[i + 1] = lo[i] + d
+            lo[i + 1] = hi[i + 1] - 300
+    score = np.round(rng.normal(1.0, 4.0, n), 1)  # rounded: equal values tie
+    credit = np.round(rng.uniform(0, 3, n), 1)
+    return lo.astype(np.int64), hi.astype(np.int64), strand.astype(np.int64), score, credit
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("link_weight", [0.0, 0.65])
+def test_chain_matches_the_python_loop(seed, link_weight, monkeypatch):
+    rng = np.random.default_rng(seed)
+    lo, hi, strand, score, credit = _genes(rng, 4000, 200_000)
+    p = DecoderParams()
+    fast = select_genes(lo, hi, strand, score, p, link_weight, credit)
+    monkeypatch.setattr(decoder, "_chain", None)
+    slow = select_genes(lo, hi, strand, score, p, link_weight, credit)
+    assert len(fast) > 100
+    np.testing.assert_array_equal(fast, slow)
+
+
+def test_chain_predecessors_and_tails_match(monkeypatch):
+    """The whole DP table, not only the chosen path: every gene's predecessor and each strand's
+    best (value, gene)."""
+    rng = np.random.default_rng(7)
+    lo, hi, strand, score, credit = _genes(rng, 3000, 100_000)
+    order = np.lexsort((strand, lo, hi)).astype(np.int64)
+    args = (order, lo, hi, strand, score, credit)
+    rest = ((30, 45, 60, 30), True, 0.65, decoder.OPERON_NEAR, decoder.OPERON_FAR)
+    prev_c, prev_p = np.full(len(lo), -1), np.full(len(lo), -1)
+    tails_c = native.chain(*args, prev_c, *rest)
+    tails_p = decoder._chain_py(*args, prev_p, *rest)
+    assert tails_c == tails_p
+    np.testing.assert_array_equal(prev_c, prev_p)
+    assert (prev_c >= 0).sum() > 1000
+    # no genes at all: no tails
+    none = np.zeros(0, dtype=np.int64)
+    assert native.chain(none, none, none, none, np.zeros(0), np.zeros(0), none.copy(),
+                        *rest) == (None, None)
+
+
+def _decode_both(records, monkeypatch, **kw):
+    fast = call_genes_multi(records, **kw)
+    with monkeypatch.context() as m:
+        m.setattr(decoder, "_chain", None)
+        m.setattr(osc, "_tree_sum", None)
+        slow = call_genes_multi(records, **kw)
+    return fast, slow
+
+
+def test_same_calls_on_a_genome(data_root, monkeypatch):
+    """E. coli's first 600 kb self-trained (``single``, the ORF scorer on): the same calls,
+    scores and log-odds with the compiled loops as without."""
+    with gzip.open(data_root / "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz", "rt") as fh:
+        rec = next(SeqIO.parse(fh, "genbank"))
+    records = [(rec.id, bytes(rec.seq[:600_000]).upper())]
+    fast, slow = _decode_both(records, monkeypatch, procedure="single")
+    assert len(fast) > 500
+    assert fast == slow
+
+
+def test_same_calls_on_the_example_plasmid(example_genbank, monkeypatch):
+    """pPCP1 from the pre-trained bank (``meta``), in pieces too."""
+    rec = SeqIO.read(example_genbank, "genbank")
+    seq = bytes(rec.seq).upper()
+    for records in ([(rec.id, seq)], [("a", seq[:4000]), ("b", seq[4000:])]):
+        fast, slow = _decode_both(records, monkeypatch, procedure="meta")
+        assert fast and fast == slow
+
+
+def test_tree_sum_matches_numpy():
+    """The shipped scorer's trees: rows of noise, and rows set exactly at the thresholds (the
+    ``<=`` side), in any number of threads."""
+    trees = osc.load().trees
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, len(osc.FEATURE_NAMES)))
+    inner = trees.feature >= 0
+    f, t = trees.feature[inner], trees.threshold[inner]
+    for r in range(1000):  # the threshold of some node of some tree, exactly
+        k = rng.integers(len(f), size=5)
+        x[r, f[k]] = t[k]
+    want = trees.decision_function(x, chunk=256, threads=1, native=False)
+    for threads in (1, 3):
+        np.testing.assert_array_equal(trees.decision_function(x, threads=threads), want)
+    np.testing.assert_array_equal(trees.decision_function(x[:1]), want[:1])
+    assert trees.decision_function(x[:0]).shape == (0,)
+    # strided input is copied, not read wrongly
+    np.testing.assert_array_equal(trees.decision_function(np.asfortranarray(x)), want)
+
+
+def test_bad_buffers_are_errors():
+    trees = osc.load().trees
+    arrays = (trees.feature, trees.threshold, trees.left, trees.right, trees.value)
+    x = np.zeros((4, len(osc.FEATURE_NAMES)))
+    out = np.zeros(4)
+    with pytest.raises(TypeError, match="x must be a 2-d"):
+        native.tree_sum(x.astype(np.float32), *arrays, 0.0, out)
+    with pytest.raises(TypeError, match="feature must be"):
+        native.tree_sum(x, trees.feature.astype(np.int64), *arrays[1:], 0.0, out)
+    with pytest.raises(ValueError, match="out must"):
+        native.tree_sum(x, *arrays, 0.0, np.zeros(3))
+    with pytest.raises(ValueError, match="one shape"):
+        native.tree_sum(x, *arrays[:4], trees.value[:, :-1].copy(), 0.0, out)
+    bad = trees.left.copy()
+    bad[0, 0] = 10_000  # a child outside its tree
+    with pytest.raises(ValueError, match="outside"):
+        native.tree_sum(x, trees.feature, trees.threshold, bad, trees.right, trees.value, 0.0, out)
+    loop = trees.left.copy()
+    loop[0, 0] = 0  # a node its own child: would never reach a leaf
+    with pytest.raises(ValueError, match="outside"):
+        native.tree_sum(x, trees.feature, trees.threshold, loop, trees.right, trees.value, 0.0, out)
+    ro = np.zeros(4)
+    ro.setflags(write=False)
+    with pytest.raises((BufferError, ValueError)):  # out must be writable
+        native.tree_sum(x, *arrays, 0.0, ro)
+    one = np.zeros(3, dtype=np.int64)
+    rest = ((30, 45, 60, 30), True, 0.65, 60, 180)
+    good = (one, one, one + 1, np.ones(3, dtype=np.int64), np.zeros(3), np.zeros(3))
+    with pytest.raises(TypeError, match="lo must be"):
+        native.chain(one, one.astype(np.int32), *good[2:], one.copy(), *rest)
+    with pytest.raises(ValueError, match="one length"):
+        native.chain(*good, np.zeros(2, dtype=np.int64), *rest)
+    with pytest.raises(IndexError, match="out of range"):
+        native.chain(one + 3, *good[1:], one.copy(), *rest)
