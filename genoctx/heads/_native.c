@@ -6,8 +6,11 @@
  * tree_sum: the ORF scorer's tree ensemble (genoctx.heads.orf_scorer.TreeEnsemble): each row
  *   down each tree, the leaf values added from the baseline in the trees' order, as the numpy
  *   version adds them, so the same sums bit for bit.
+ * translation: the ORF scorer's translation features (orf_scorer.translation_features): each
+ *   ORF's amino-acid counts and G+C sums codon by codon, in the order numpy's bincount adds
+ *   them, so the same values bit for bit.
  *
- * Both take and fill plain buffers (int32/int64/float64, C-contiguous), so they need no numpy
+ * All take and fill plain buffers (int32/int64/float64, C-contiguous), so they need no numpy
  * headers to build; where this module is not built the Python/numpy versions run instead
  * (tests/heads compare the two).
  */
@@ -59,7 +62,8 @@ static Py_ssize_t upper(const int64_t *e, Py_ssize_t n, int64_t x) {
     return lo;
 }
 
-/* a C-contiguous buffer of ndim dimensions of kind 'q' (int64), 'i' (int32) or 'd' (float64) */
+/* a C-contiguous buffer of ndim dimensions of kind 'q' (int64), 'i' (int32), 'd' (float64) or
+ * 'B' (uint8) */
 static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, const char *name) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(o, b, flags) < 0) return 0;
@@ -68,13 +72,15 @@ static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, con
     int ok;
     if (kind == 'd')
         ok = b->itemsize == 8 && strcmp(f, "d") == 0;
+    else if (kind == 'B')
+        ok = b->itemsize == 1 && strcmp(f, "B") == 0;
     else if (kind == 'i')
         ok = b->itemsize == 4 && (strcmp(f, "i") == 0 || (sizeof(long) == 4 && strcmp(f, "l") == 0));
     else
         ok = b->itemsize == 8 && (strcmp(f, "q") == 0 || (sizeof(long) == 8 && strcmp(f, "l") == 0));
     if (!ok || b->ndim != ndim) {
         PyErr_Format(PyExc_TypeError, "%s must be a %d-d C-contiguous %s array", name, ndim,
-                     kind == 'd' ? "float64" : kind == 'i' ? "int32" : "int64");
+                     kind == 'd' ? "float64" : kind == 'i' ? "int32" : kind == 'B' ? "uint8" : "int64");
         PyBuffer_Release(b);
         return 0;
     }
@@ -267,11 +273,95 @@ done:
     return result;
 }
 
+/* translation(x, frame, j, k, table, gc, out): out [N, 22] (zeros on entry) gets, for each ORF
+ * whose frame f is 0-2 and holds a codon of x, the shares of the 20 amino acids among codons
+ * j+1 .. k-1 of frame f (codon c: bases f+3c .. f+3c+2; table maps 25 a + 5 b + c of the base
+ * codes 0-4 to an amino acid 0-19, 20 stop, 21 a codon with N), then their G+C share and their
+ * third positions' G+C share, each minus gc. */
+static PyObject *translation(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    double gc;
+    if (!PyArg_ParseTuple(args, "OOOOOdO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &gc,
+                          &objs[5]))
+        return NULL;
+    Py_buffer b[6];
+    const char kinds[6] = {'B', 'q', 'q', 'q', 'q', 'd'};
+    const int dims[6] = {1, 1, 1, 1, 1, 2};
+    const char *names[6] = {"x", "frame", "j", "k", "table", "out"};
+    int got = 0;
+    for (; got < 6; got++)
+        if (!get(objs[got], &b[got], kinds[got], dims[got], got == 5, names[got])) break;
+    PyObject *result = NULL;
+    if (got < 6) goto done;
+    Py_ssize_t len = b[0].shape[0], n_orf = b[1].shape[0];
+    if (b[2].shape[0] != n_orf || b[3].shape[0] != n_orf || b[5].shape[0] != n_orf ||
+        b[5].shape[1] != 22 || b[4].shape[0] != 125) {
+        PyErr_SetString(PyExc_ValueError, "frame, j, k and out must have one length, out 22 "
+                        "columns and table 125 entries");
+        goto done;
+    }
+    const uint8_t *x = b[0].buf;
+    const int64_t *frame = b[1].buf, *j = b[2].buf, *k = b[3].buf, *table = b[4].buf;
+    double *out = b[5].buf;
+    for (Py_ssize_t p = 0; p < len; p++)
+        if (x[p] > 4) {
+            PyErr_SetString(PyExc_ValueError, "x holds a base code above 4");
+            goto done;
+        }
+    for (Py_ssize_t c = 0; c < 125; c++)
+        if (table[c] < 0 || table[c] > 21) {
+            PyErr_SetString(PyExc_ValueError, "table holds an amino acid outside 0-21");
+            goto done;
+        }
+    for (Py_ssize_t r = 0; r < n_orf; r++) {
+        int64_t f = frame[r];
+        if (f < 0 || f > 2 || len - f < 3) continue;
+        int64_t n = (len - f) / 3;
+        int64_t lo = j[r] + 1 < n ? j[r] + 1 : n;
+        if (lo < 0) {
+            PyErr_SetString(PyExc_ValueError, "j holds a codon index below -1");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n_orf; r++) {
+        int64_t f = frame[r];
+        if (f < 0 || f > 2 || len - f < 3) continue;
+        int64_t n = (len - f) / 3;
+        int64_t lo = j[r] + 1 < n ? j[r] + 1 : n;
+        int64_t hi = k[r] < lo ? lo : (k[r] > n ? n : k[r]);
+        double *row = out + r * 22, all = 0.0, third = 0.0, aa = 0.0;
+        for (int64_t c = lo; c < hi; c++) {
+            const uint8_t *q = x + f + 3 * c;
+            int64_t a = table[25 * q[0] + 5 * q[1] + q[2]];
+            if (a < 20) row[a] += 1.0;
+            double g0 = q[0] == 1 || q[0] == 2, g1 = q[1] == 1 || q[1] == 2,
+                   g2 = q[2] == 1 || q[2] == 2;
+            all += (g0 + g1 + g2) / 3.0;
+            third += g2;
+        }
+        int64_t size = hi - lo > 1 ? hi - lo : 1;
+        row[20] = all / (double)size - gc;
+        row[21] = third / (double)size - gc;
+        for (int a = 0; a < 20; a++) aa += row[a];
+        if (aa > 1.0)
+            for (int a = 0; a < 20; a++) row[a] /= aa;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"chain", chain, METH_VARARGS,
      "The decoder's DP over genes in order: fills prev, returns each strand's best (value, index)."},
     {"tree_sum", tree_sum, METH_VARARGS,
      "The tree ensemble's sum over its trees for every row: fills out."},
+    {"translation", translation, METH_VARARGS,
+     "The ORF scorer's translation features of every ORF: fills out [N, 22]."},
     {NULL, NULL, 0, NULL},
 };
 

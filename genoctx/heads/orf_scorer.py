@@ -31,10 +31,11 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.io.digest import verify_digest_file, write_digest, write_fit_record
 
-try:  # the trees' sum compiled (_native.c); where it is not built, numpy
+try:  # the trees' sum and the translation features compiled (_native.c); else numpy
+    from genoctx.heads._native import translation as _translation
     from genoctx.heads._native import tree_sum as _tree_sum
 except ImportError:
-    _tree_sum = None
+    _translation = _tree_sum = None
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 FILE = "orf_scorer.safetensors"
@@ -63,15 +64,22 @@ CODON_AA = _codon_table()
 
 
 def translation_features(x: np.ndarray, frame: np.ndarray, j: np.ndarray, k: np.ndarray,
-                         gc: float, table: int = 11) -> np.ndarray:
+                         gc: float, table: int = 11, native: bool = True) -> np.ndarray:
     """Amino-acid composition of codons ``j+1 .. k-1`` of each ORF (its translation after the
     start codon, in translation table ``table``), then its G+C and third-position G+C minus the
     genome's ``gc``, [N, 22].
 
     ``x`` is one strand's base codes (0..3 ACGT, 4 N); ``frame``/``j``/``k`` as in
-    :class:`genoctx.heads.orfs.Candidates`.
+    :class:`genoctx.heads.orfs.Candidates`. Where genoctx's C part is built it counts ORF by
+    ORF (the same values); ``native=False`` runs numpy.
     """
     codon_aa = _codon_table(table)
+    if _translation is not None and native:  # the same sums in C (_native.c), codon by codon
+        out = np.zeros((len(j), 22))
+        _translation(np.ascontiguousarray(x, dtype=np.uint8),
+                     *(np.ascontiguousarray(a, dtype=np.int64) for a in (frame, j, k, codon_aa)),
+                     float(gc), out)
+        return out
     xi = x.astype(np.int16)  # 25 a + 5 b + c <= 124
     gcb = ((x == 1) | (x == 2)).astype(np.float64)
     out = np.zeros((len(j), 22))

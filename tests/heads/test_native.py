@@ -1,6 +1,6 @@
 """The decoder's compiled loops (genoctx/heads/_native.c) against the Python/numpy versions they
-replace: the same predecessors, sums and gene calls bit for bit, and errors (not crashes) on
-buffers of the wrong kind."""
+replace: the same predecessors, sums, features and gene calls bit for bit, and errors (not
+crashes) on buffers of the wrong kind."""
 
 import gzip
 import shutil
@@ -25,6 +25,7 @@ def test_built_where_a_compiler_is():
         pytest.skip(f"no C compiler ({cc})")
     assert decoder._chain is native.chain
     assert osc._tree_sum is native.tree_sum
+    assert osc._translation is native.translation
 
 
 def _genes(rng, n, span):
@@ -87,6 +88,7 @@ def _decode_both(records, monkeypatch, **kw):
     with monkeypatch.context() as m:
         m.setattr(decoder, "_chain", None)
         m.setattr(osc, "_tree_sum", None)
+        m.setattr(osc, "_translation", None)
         slow = call_genes_multi(records, **kw)
     return fast, slow
 
@@ -131,6 +133,38 @@ def test_tree_sum_matches_numpy():
     np.testing.assert_array_equal(trees.decision_function(np.asfortranarray(x)), want)
 
 
+@pytest.mark.parametrize("table", [11, 4])
+def test_translation_matches_numpy(pcp1_records, table):
+    """Every candidate start of pPCP1's strands (ORFs cut by the ends included), and random
+    sequence with N runs and ORFs reaching past its end, in codes 11 and 4."""
+    from genoctx.heads.decoder import GenomeDecoder
+
+    d = GenomeDecoder(pcp1_records, None, DecoderParams())
+    for s in d.strands:
+        c = s.cand
+        want = osc.translation_features(s.x, c.frame, c.j, c.k, d.gc, table, native=False)
+        got = osc.translation_features(s.x, c.frame, c.j, c.k, d.gc, table)
+        np.testing.assert_array_equal(got, want)
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 4, 3001).astype(np.uint8)
+    x[100:160] = 4  # an N run
+    n = 1000
+    frame = rng.integers(0, 3, n)
+    j = rng.integers(-1, 1000, n)
+    k = j + rng.integers(0, 300, n)  # some past the end, some empty
+    frame[:3], j[:3], k[:3] = 2, 998, 1200  # the last codons of frame 2, and none of them
+    for length in (3001, 3000, 5, 2):
+        want = osc.translation_features(x[:length], frame, j, k, 0.43, table, native=False)
+        np.testing.assert_array_equal(
+            osc.translation_features(x[:length], frame, j, k, 0.43, table), want)
+
+
+@pytest.fixture(scope="module")
+def pcp1_records(example_genbank):
+    rec = SeqIO.read(example_genbank, "genbank")
+    return [(rec.id, bytes(rec.seq).upper())]
+
+
 def test_bad_buffers_are_errors():
     trees = osc.load().trees
     arrays = (trees.feature, trees.threshold, trees.left, trees.right, trees.value)
@@ -156,6 +190,20 @@ def test_bad_buffers_are_errors():
     ro.setflags(write=False)
     with pytest.raises((BufferError, ValueError)):  # out must be writable
         native.tree_sum(x, *arrays, 0.0, ro)
+    codes = np.zeros(30, dtype=np.uint8)
+    frame, table = np.zeros(2, dtype=np.int64), osc._codon_table(11)
+    with pytest.raises(TypeError, match="x must be"):
+        native.translation(codes.astype(np.int8), frame, frame, frame + 3, table, 0.5,
+                           np.zeros((2, 22)))
+    with pytest.raises(ValueError, match="above 4"):
+        native.translation(codes + 5, frame, frame, frame + 3, table, 0.5, np.zeros((2, 22)))
+    with pytest.raises(ValueError, match="below -1"):
+        native.translation(codes, frame, frame - 2, frame + 3, table, 0.5, np.zeros((2, 22)))
+    with pytest.raises(ValueError, match="22"):
+        native.translation(codes, frame, frame, frame + 3, table, 0.5, np.zeros((2, 21)))
+    with pytest.raises(ValueError, match="outside 0-21"):
+        native.translation(codes, frame, frame, frame + 3, table + 30, 0.5, np.zeros((2, 22)))
+
     one = np.zeros(3, dtype=np.int64)
     rest = ((30, 45, 60, 30), True, 0.65, 60, 180)
     good = (one, one, one + 1, np.ones(3, dtype=np.int64), np.zeros(3), np.zeros(3))
