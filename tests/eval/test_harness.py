@@ -322,6 +322,29 @@ def test_probs_cache_key_follows_the_configs(tmp_path):
     assert len(keys) == 3
 
 
+def test_bacterial_probability_cache_follows_the_genome_file(tmp_path):
+    """annotation-bacteria's cached probabilities are named by the genome file's bytes too: a
+    genome replaced under the same name (a new manifest) is not read from the old cache."""
+    from types import SimpleNamespace
+
+    from genoctx.eval.benchmarks import annotation_bacteria as ab
+    from genoctx.model import checkpoint
+
+    genome = tmp_path / "genomes" / "x.gbff.gz"
+    genome.parent.mkdir()
+    genome.write_bytes(b"first")
+    ctx = SimpleNamespace(data_file=lambda rel: tmp_path / rel, device="cpu", quick=False)
+    ckpt = checkpoint.resolve_checkpoint("embedded")
+    first = ab.probs_cache_path(ctx, "genomes/x.gbff.gz", ckpt, tmp_path)
+    assert first.name.startswith("x.") and first.name.endswith(".full.probs.npz")
+    assert ab.probs_cache_path(ctx, "genomes/x.gbff.gz", ckpt, tmp_path) == first
+    genome.write_bytes(b"second")
+    assert ab.probs_cache_path(ctx, "genomes/x.gbff.gz", ckpt, tmp_path) != first
+    ctx.quick = True
+    assert ab.probs_cache_path(ctx, "genomes/x.gbff.gz", ckpt, tmp_path).name.endswith(
+        ".quick.probs.npz")
+
+
 def test_a_damaged_or_foreign_probability_cache_is_computed_again(tmp_path):
     """A cache file cut short (a run stopped while writing it) or holding other records reads
     as no cache; one written by save_probs_cache reads back whole, and never half-written."""

@@ -107,6 +107,18 @@ def base_scores(records, probs, tracks) -> dict:
     return scores
 
 
+def probs_cache_path(ctx: BenchContext, rel: str, directory: Path, out_dir: Path) -> Path:
+    """Where the model's probabilities of genome ``rel`` are cached: named by the checkpoint
+    (:func:`probs_cache_key`), the windows, the device kind and the genome file's bytes, so a
+    file replaced under the same name is computed again."""
+    from genoctx.io.dataroot import sha256_file
+
+    digest = probs_cache_key(directory, CONTEXT, OVERLAP, str(ctx.device).split(":")[0],
+                             sha256_file(ctx.data_file(rel)))[:16]
+    name = Path(rel).name.split(".gbff")[0]
+    return out_dir / f"{name}.{digest}.{'quick' if ctx.quick else 'full'}.probs.npz"
+
+
 def _load(ctx: BenchContext, rel: str):
     """Records, truth genes and label tracks of one genome (sliced in quick mode)."""
     path = ctx.data_file(rel)
@@ -162,10 +174,7 @@ def run(ctx: BenchContext) -> BenchResult:
         f32 = None
         if ctx.model is not None:
             directory = checkpoint.resolve_checkpoint(ctx.model)
-            digest = probs_cache_key(directory, CONTEXT, OVERLAP,
-                                     str(ctx.device).split(":")[0])[:16]
-            tag = "quick" if ctx.quick else "full"
-            probs = model_probs(ctx, records, out_dir / f"{name}.{digest}.{tag}.probs.npz")
+            probs = model_probs(ctx, records, probs_cache_path(ctx, rel, directory, out_dir))
             f32 = {c: p.astype(np.float32) for c, p in probs.items()}
             params = decoder_params(directory)
             model_call = partial(_genoctx_calls, records, f32, params=params)
