@@ -1,4 +1,4 @@
-/* The gene decoder's two per-item loops, compiled: what numpy cannot vectorise.
+/* The gene decoders' per-item loops, compiled: what numpy cannot vectorise.
  *
  * chain: the dynamic programme of genoctx.heads.decoder.select_genes, the loop of
  *   decoder._chain_py written out: the same genes in the same order, the same comparisons and
@@ -9,6 +9,12 @@
  * translation: the ORF scorer's translation features (orf_scorer.translation_features): each
  *   ORF's amino-acid counts and G+C sums codon by codon, in the order numpy's bincount adds
  *   them, so the same values bit for bit.
+ * site_score: the splice-site models' window scores (genoctx.heads.splice_sites.SiteModel.score):
+ *   per position the bias, then each base's weight, then each neighbour pair's, added in the
+ *   order numpy adds them, so the same scores bit for bit.
+ * viterbi: the position loop of eukaryote mode's spliced decoder
+ *   (genoctx.heads.spliced_decoder._viterbi_batch): per position, state and predecessor the
+ *   same float64 sums, the first best predecessor (numpy's argmax), so the same path.
  *
  * All take and fill plain buffers (int32/int64/float64, C-contiguous), so they need no numpy
  * headers to build; where this module is not built the Python/numpy versions run instead
@@ -62,8 +68,8 @@ static Py_ssize_t upper(const int64_t *e, Py_ssize_t n, int64_t x) {
     return lo;
 }
 
-/* a C-contiguous buffer of ndim dimensions of kind 'q' (int64), 'i' (int32), 'd' (float64) or
- * 'B' (uint8) */
+/* a C-contiguous buffer of ndim dimensions of kind 'q' (int64), 'i' (int32), 'd' (float64),
+ * 'f' (float32), 'B' (uint8) or 'b' (int8) */
 static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, const char *name) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(o, b, flags) < 0) return 0;
@@ -72,15 +78,20 @@ static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, con
     int ok;
     if (kind == 'd')
         ok = b->itemsize == 8 && strcmp(f, "d") == 0;
+    else if (kind == 'f')
+        ok = b->itemsize == 4 && strcmp(f, "f") == 0;
     else if (kind == 'B')
         ok = b->itemsize == 1 && strcmp(f, "B") == 0;
+    else if (kind == 'b')
+        ok = b->itemsize == 1 && strcmp(f, "b") == 0;
     else if (kind == 'i')
         ok = b->itemsize == 4 && (strcmp(f, "i") == 0 || (sizeof(long) == 4 && strcmp(f, "l") == 0));
     else
         ok = b->itemsize == 8 && (strcmp(f, "q") == 0 || (sizeof(long) == 8 && strcmp(f, "l") == 0));
     if (!ok || b->ndim != ndim) {
         PyErr_Format(PyExc_TypeError, "%s must be a %d-d C-contiguous %s array", name, ndim,
-                     kind == 'd' ? "float64" : kind == 'i' ? "int32" : kind == 'B' ? "uint8" : "int64");
+                     kind == 'd' ? "float64" : kind == 'f' ? "float32" : kind == 'i' ? "int32"
+                     : kind == 'B' ? "uint8" : kind == 'b' ? "int8" : "int64");
         PyBuffer_Release(b);
         return 0;
     }
@@ -355,6 +366,141 @@ done:
     return result;
 }
 
+/* site_score(xp, first, mono, di, bias, out): out[t] = bias + sum over p of mono[p, xp[first +
+ * t + p]] + sum over p of di[p, 5 xp[first + t + p] + xp[first + t + p + 1]], added in that
+ * order, for t in 0 .. len(out) - 1; mono [P, 5], di [P - 1, 25] or None, base codes 0-4. */
+static PyObject *site_score(PyObject *self, PyObject *args) {
+    PyObject *o_xp, *o_mono, *o_di, *o_out;
+    long long first;
+    double bias;
+    if (!PyArg_ParseTuple(args, "OLOOdO", &o_xp, &first, &o_mono, &o_di, &bias, &o_out))
+        return NULL;
+    int has_di = o_di != Py_None;
+    Py_buffer b[4];
+    PyObject *objs[4] = {o_xp, o_mono, has_di ? o_di : o_mono, o_out};
+    const char kinds[4] = {'B', 'd', 'd', 'd'};
+    const int dims[4] = {1, 2, 2, 1};
+    const char *names[4] = {"xp", "mono", "di", "out"};
+    int got = 0;
+    for (; got < 4; got++)
+        if (!get(objs[got], &b[got], kinds[got], dims[got], got == 3, names[got])) break;
+    PyObject *result = NULL;
+    if (got < 4) goto done;
+    Py_ssize_t n = b[3].shape[0], P = b[1].shape[0], len = b[0].shape[0];
+    if (b[1].shape[1] != 5 || (has_di && (b[2].shape[0] != P - 1 || b[2].shape[1] != 25)) ||
+        P < 1 || first < 0 || (n > 0 && first + n - 1 + P - 1 >= len)) {
+        PyErr_SetString(PyExc_ValueError, "site_score: mono must be [P, 5], di [P - 1, 25], and "
+                        "every window inside xp");
+        goto done;
+    }
+    const uint8_t *xp = b[0].buf;
+    const double *mono = b[1].buf, *di = has_di ? b[2].buf : NULL;
+    double *out = b[3].buf;
+    for (Py_ssize_t q = 0; q < len; q++)
+        if (xp[q] > 4) {
+            PyErr_SetString(PyExc_ValueError, "xp holds a base code above 4");
+            goto done;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t t = 0; t < n; t++) {
+        const uint8_t *w = xp + first + t;
+        double v = bias;
+        for (Py_ssize_t p = 0; p < P; p++) v += mono[p * 5 + w[p]];
+        if (di)
+            for (Py_ssize_t p = 0; p < P - 1; p++) v += di[p * 25 + 5 * w[p] + w[p + 1]];
+        out[t] = v;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    return result;
+}
+
+/* viterbi(hist, pred, tr, em, bp, first): positions first .. first+T-1 of the batch.
+ * hist [B, M, S+1] float64: the scores of the last M positions, row t % M (column S a constant
+ * that is never written); pred [M, S*K] int64: for row r, where in hist[b] (flattened) each
+ * state's k-th predecessor score sits; tr [T, B, S*K] float32: the transition scores; em [T, B,
+ * S] float64: the emissions. For each position i: cand = hist[b][pred[r]] + tr[i, b] (float64),
+ * bp[i, b, s] = the first k of the largest cand[s, k], hist[b, r, s] = that cand + em[i, b, s],
+ * with r = (first + i) % M; every read of a position comes before its writes. */
+static PyObject *viterbi(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    long long first;
+    if (!PyArg_ParseTuple(args, "OOOOOL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &first))
+        return NULL;
+    Py_buffer b[5];
+    const char kinds[5] = {'d', 'q', 'f', 'd', 'b'};
+    const int dims[5] = {3, 2, 3, 3, 3};
+    const int writable[5] = {1, 0, 0, 0, 1};
+    const char *names[5] = {"hist", "pred", "tr", "em", "bp"};
+    int got = 0;
+    for (; got < 5; got++)
+        if (!get(objs[got], &b[got], kinds[got], dims[got], writable[got], names[got])) break;
+    PyObject *result = NULL;
+    double *cand = NULL;
+    if (got < 5) goto done;
+    Py_ssize_t B = b[0].shape[0], M = b[0].shape[1], S1 = b[0].shape[2], S = S1 - 1;
+    Py_ssize_t T = b[2].shape[0], SK = b[1].shape[1];
+    if (S < 1 || M < 1 || b[1].shape[0] != M || SK % S || SK / S > 127 || b[2].shape[1] != B ||
+        b[2].shape[2] != SK || b[3].shape[0] != T || b[3].shape[1] != B || b[3].shape[2] != S ||
+        b[4].shape[0] != T || b[4].shape[1] != B || b[4].shape[2] != S || first < 0) {
+        PyErr_SetString(PyExc_ValueError, "viterbi: the arrays' shapes do not agree");
+        goto done;
+    }
+    Py_ssize_t K = SK / S;
+    double *hist = b[0].buf;
+    const int64_t *pred = b[1].buf;
+    const float *tr = b[2].buf;
+    const double *em = b[3].buf;
+    int8_t *bp = b[4].buf;
+    for (Py_ssize_t q = 0; q < M * SK; q++)
+        if (pred[q] < 0 || pred[q] >= M * S1) {
+            PyErr_SetString(PyExc_ValueError, "viterbi: a predecessor outside the history");
+            goto done;
+        }
+    cand = malloc((size_t)S * sizeof(double));
+    if (!cand) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < T; i++) {
+        Py_ssize_t r = (Py_ssize_t)((first + i) % M);
+        const int64_t *pr = pred + r * SK;
+        for (Py_ssize_t bb = 0; bb < B; bb++) {
+            double *h = hist + bb * M * S1;
+            const float *t = tr + (i * B + bb) * SK;
+            const double *e = em + (i * B + bb) * S;
+            int8_t *arg = bp + (i * B + bb) * S;
+            for (Py_ssize_t s = 0; s < S; s++) {
+                const int64_t *ps = pr + s * K;
+                const float *ts = t + s * K;
+                double best = h[ps[0]] + (double)ts[0];
+                int kbest = 0;
+                for (Py_ssize_t k = 1; k < K; k++) {
+                    double c = h[ps[k]] + (double)ts[k];
+                    if (c > best || (c != c && best == best)) {  /* argmax: first max, NaN wins */
+                        best = c;
+                        kbest = (int)k;
+                    }
+                }
+                arg[s] = (int8_t)kbest;
+                cand[s] = best + e[s];
+            }
+            memcpy(h + r * S1, cand, (size_t)S * sizeof(double));
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    free(cand);
+    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"chain", chain, METH_VARARGS,
      "The decoder's DP over genes in order: fills prev, returns each strand's best (value, index)."},
@@ -362,11 +508,15 @@ static PyMethodDef methods[] = {
      "The tree ensemble's sum over its trees for every row: fills out."},
     {"translation", translation, METH_VARARGS,
      "The ORF scorer's translation features of every ORF: fills out [N, 22]."},
+    {"site_score", site_score, METH_VARARGS,
+     "The splice-site model's score of the window at every position: fills out."},
+    {"viterbi", viterbi, METH_VARARGS,
+     "The spliced decoder's Viterbi over a block of positions: fills hist and bp."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_native", "The gene decoder's per-item loops, compiled.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_native", "The gene decoders' per-item loops, compiled.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -34,6 +34,11 @@ import numpy as np
 
 from genoctx.heads.orfs import encode, revcomp_codes
 
+try:  # the window scores compiled (_native.c); where it is not built, numpy
+    from genoctx.heads._native import site_score as _site_score
+except ImportError:
+    _site_score = None
+
 DONOR = (-3, 6)       # window [t - 3, t + 6) around the intron's first base t
 ACCEPTOR = (-14, 2)   # window [t - 14, t + 2) around the exon base t after the intron
 DONOR_FIXED = (3, 4)      # G, T
@@ -128,20 +133,35 @@ class SiteModel:
         di[:, :4, :4] = self.di
         return mono, di
 
-    def score(self, x: np.ndarray) -> np.ndarray:
+    def score(self, x: np.ndarray, native: bool = True) -> np.ndarray:
         """The score of the window at every t in 0..L, [L + 1] (one pass per term, no
-        [L, P] window array: this runs on whole records)."""
+        [L, P] window array: this runs on whole records). Where genoctx's C part is built it
+        adds the same terms position by position (the same scores); ``native=False`` runs
+        numpy."""
         n, off = len(x), abs(self.lo)
         xp = np.full(n + 1 + self.width + off * 2, 4, dtype=np.uint8)
         xp[off:off + n] = x
-        t = np.arange(n + 1) + self.lo + off
+        first = self.lo + off  # the window of t starts at xp[first + t]
+
+        def at(p: int) -> np.ndarray:  # the window's base p at every t, [L + 1]
+            return xp[first + p:first + p + n + 1]
+
         mono, di = self._tables()
+        if _site_score is not None and native:  # the same sums in C (_native.c)
+            out = np.empty(n + 1)
+            _site_score(xp, first, mono, None if di is None else di.reshape(-1, 25),
+                        float(self.bias), out)
+            return out
         out = np.full(n + 1, float(self.bias))
         for p in range(self.width):
-            out += mono[p, xp[t + p]]
+            out += mono[p].take(at(p))
         if di is not None:
+            pair = di.reshape(self.width - 1, 25)
+            code = np.empty(n + 1, dtype=np.intp)
             for p in range(self.width - 1):
-                out += di[p, xp[t + p], xp[t + p + 1]]
+                np.multiply(at(p), 5, out=code)
+                code += at(p + 1)
+                out += pair[p].take(code)
         return out
 
     def window_scores(self, w: np.ndarray) -> np.ndarray:

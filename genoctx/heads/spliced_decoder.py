@@ -104,6 +104,11 @@ from genoctx.errors import InputError
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, INDEX, NUM_CLASSES
 from genoctx.heads.orfs import GAP_BASES, encode, gap_mask
 
+try:  # the Viterbi's position loop compiled (_native.c); where it is not built, numpy
+    from genoctx.heads._native import viterbi as _viterbi
+except ImportError:
+    _viterbi = None
+
 NEG = -1e30  # log(0) that stays finite under addition (no inf - inf)
 # CDS emission inside an assembly gap (DecoderParams.gap_bases): a cost no path pays over 50
 # bases, small enough that the exon jumps' cumulative sums keep their precision (NEG would not)
@@ -691,6 +696,15 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
         e = min(a + block, Lmax)
         T = e - a
         tr_TBX, em_TBS = _block_scores(mc, xp, ch_BLC, cum, a, e, m, site, jump)
+        if _viterbi is not None:  # the loop below in C (_native.c): the same sums and path
+            lo = a
+            for t in sorted({t for t in last_at if a <= t < e} | {e - 1}):
+                _viterbi(hist, pred_r, tr_TBX[lo - a:t + 1 - a], em_TBS[lo - a:t + 1 - a],
+                         bp_LBS[lo:t + 1], lo)
+                for b in last_at.get(t, ()):  # before row t % M is written again
+                    final[b] = hist[b, t % M, :S].copy()
+                lo = t + 1
+            continue
         for i in range(T):
             r = (a + i) % M
             flat.take(pred_r[r], axis=1, out=cand)
@@ -761,7 +775,7 @@ def _block_scores(mc: _Machine, xp, ch_BLC, cum, a: int, e: int, m: int, site=No
     gate_TBG = np.zeros((T, B, len(mc.gates) + 1), dtype=bool)  # last gate: never
     for g, (cond, strand) in enumerate(mc.gates):
         gate_TBG[:, :, g] = sig.evaluate(cond, sig_of.get(strand)).T
-    ok_TBX = gate_TBG[:, :, mc.gate_of_col]
+    ok_TBX = np.take(gate_TBG, mc.gate_of_col, axis=2)  # C order: so is tr_TBX
     tr_TBX = np.where(ok_TBX, mc.logp_of_col, np.float32(NEG))
     if mc.delayed_cols.size:  # forced intron bases t0+1 .. t-1 with t0 = t - m + 1
         t = np.arange(a, e)

@@ -26,6 +26,10 @@ def test_built_where_a_compiler_is():
     assert decoder._chain is native.chain
     assert osc._tree_sum is native.tree_sum
     assert osc._translation is native.translation
+    from genoctx.heads import splice_sites, spliced_decoder
+
+    assert spliced_decoder._viterbi is native.viterbi
+    assert splice_sites._site_score is native.site_score
 
 
 def _genes(rng, n, span):
@@ -165,6 +169,52 @@ def pcp1_records(example_genbank):
     return [(rec.id, bytes(rec.seq).upper())]
 
 
+@pytest.fixture(scope="module")
+def worm(data_root):
+    """Two stretches of C. elegans (train) with the embedded head's probabilities."""
+    from genoctx.heads.annotation import load_annotation_model, predict_probs
+    from genoctx.io.annotation import read_sequences
+    from genoctx.tokenize import nucleotide as nt
+
+    (_, s), *_ = read_sequences(data_root / "genomes/eukaryote_chunks/C.elegans.fa.gz")
+    records = [("a", bytes(s[:30_000]).upper()), ("b", bytes(s[40_000:57_000]).upper())]
+    backbone, head = load_annotation_model("embedded")
+    return records, {c: predict_probs(backbone, head, nt.encode(x)) for c, x in records}
+
+
+@pytest.mark.parametrize("open_ends", [False, True])
+def test_spliced_decoder_same_genes(worm, open_ends, monkeypatch):
+    """Eukaryote mode on real sequence and the head's real probabilities, two records of
+    different lengths in one batch (open ends: each record's last scores read mid-block): the
+    same spliced genes with the compiled Viterbi and site scores as with numpy's."""
+    from genoctx.heads import splice_sites
+    from genoctx.heads import spliced_decoder as sd
+
+    records, probs = worm
+    p = sd.DecoderParams(partial_ends=open_ends)
+    fast = sd.decode_many(records, probs, params=p)
+    monkeypatch.setattr(sd, "_viterbi", None)
+    monkeypatch.setattr(splice_sites, "_site_score", None)
+    slow = sd.decode_many(records, probs, params=p)
+    assert len(fast) >= 3 and any(len(g.cds) > 1 for g in fast)
+    assert fast == slow
+
+
+def test_site_score_matches_numpy():
+    """The shipped donor and acceptor models and one without pair terms, on sequence with N
+    runs, down to no bases at all."""
+    from genoctx.heads import splice_sites as ss
+
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 4, 5000).astype(np.uint8)
+    x[1000:1100] = 4
+    models = ss.default_site_models() + (ss.SiteModel(-3, rng.normal(size=(9, 4)), None, 0.5),
+                                         ss.SiteModel(2, rng.normal(size=(4, 4))))
+    for m in models:
+        for n in (5000, 7, 1, 0):
+            np.testing.assert_array_equal(m.score(x[:n]), m.score(x[:n], native=False))
+
+
 def test_bad_buffers_are_errors():
     trees = osc.load().trees
     arrays = (trees.feature, trees.threshold, trees.left, trees.right, trees.value)
@@ -190,6 +240,24 @@ def test_bad_buffers_are_errors():
     ro.setflags(write=False)
     with pytest.raises((BufferError, ValueError)):  # out must be writable
         native.tree_sum(x, *arrays, 0.0, ro)
+    mono = np.zeros((4, 5))
+    with pytest.raises(ValueError, match="inside xp"):
+        native.site_score(np.zeros(10, dtype=np.uint8), 0, mono, None, 0.0, np.zeros(8))
+    with pytest.raises(ValueError, match="di"):
+        native.site_score(np.zeros(10, dtype=np.uint8), 0, mono, np.zeros((4, 25)), 0.0,
+                          np.zeros(5))
+    with pytest.raises(ValueError, match="above 4"):
+        native.site_score(np.full(10, 9, dtype=np.uint8), 0, mono, None, 0.0, np.zeros(5))
+    hist, pred = np.zeros((1, 2, 4)), np.zeros((2, 6), dtype=np.int64)
+    tr, em, bp = np.zeros((5, 1, 6), np.float32), np.zeros((5, 1, 3)), np.zeros((5, 1, 3), np.int8)
+    native.viterbi(hist, pred, tr, em, bp, 0)  # 3 states, 2 predecessors each: fine
+    with pytest.raises(ValueError, match="shapes"):
+        native.viterbi(hist, pred, tr, em[:4], bp, 0)
+    with pytest.raises(ValueError, match="outside the history"):
+        native.viterbi(hist, pred + 8, tr, em, bp, 0)
+    with pytest.raises(TypeError, match="tr must be"):
+        native.viterbi(hist, pred, tr.astype(np.float64), em, bp, 0)
+
     codes = np.zeros(30, dtype=np.uint8)
     frame, table = np.zeros(2, dtype=np.int64), osc._codon_table(11)
     with pytest.raises(TypeError, match="x must be"):
