@@ -126,8 +126,11 @@ def annotate(
     from genoctx.cli.common import available_cores, check_device_name, resolve_targets
     from genoctx.heads.annotate import annotate_fasta, write_annotation
     from genoctx.io.fasta import FastaFile
+    from genoctx.tokenize.windows import DEFAULT_CONTEXT
 
     chosen = choose_formats(formats, model)
+    if context > DEFAULT_CONTEXT:
+        raise InputError(f"--context is at most {DEFAULT_CONTEXT:,} tokens (got {context:,})")
     if context < 256 or not 0 <= overlap < context - 1:
         raise InputError("--context must be at least 256 and --overlap in [0, context - 1) "
                          "(a window holds context - 1 bases after BOS)")

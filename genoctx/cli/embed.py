@@ -38,6 +38,38 @@ def read_tokens(path: Path, region: str | None):
 TEXT_SUFFIXES = {".tsv": "\t", ".txt": "\t", ".csv": ","}
 
 
+def check_out(out: Path) -> None:
+    """Refuse an --out whose name says a format ``embed`` does not write (``x.tsv.gz``,
+    ``x.parquet``: it would get .npy bytes under that name), ``-`` and folders. A device or a
+    pipe (``/dev/stdout``) gets .npy."""
+    from genoctx.io.spool import is_stream
+
+    if str(out) == "-":
+        raise GenoctxError("--out -: give --out /dev/stdout to write .npy to standard output")
+    if out.is_dir():
+        raise GenoctxError(f"--out {out} is a folder; give the .npy file's name")
+    if not is_stream(out) and "".join(out.suffixes[-1:]).lower() not in {".npy", *TEXT_SUFFIXES}:
+        raise GenoctxError(f"--out {out}: embed writes .npy, or text for a name ending .tsv, "
+                           ".txt or .csv (not compressed)")
+
+
+def check_memory(bases: int, width: int) -> None:
+    """Refuse a region whose embeddings (float32, ``width`` values a base, held about twice
+    while the strands are put together) would not fit in half of this machine's memory."""
+    import os
+
+    need = 2 * 4 * width * bases
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no such query here: do not guess
+        return
+    if need > have // 2:
+        raise GenoctxError(
+            f"the embeddings of {bases:,} bp ({width} float32 values a base) need about "
+            f"{need / 2**30:.1f} GiB, more than half of this machine's {have / 2**30:.1f} GiB: "
+            f"embed a shorter --region (about {have // 2 // (8 * width):,} bp at most)")
+
+
 def embed(
     input: Path = typer.Argument(..., help="FASTA file (plain, gzip, bgzip, xz or bzip2)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output file (written atomically): .npy "
@@ -54,8 +86,8 @@ def embed(
                                     help="Tokens per segment (a multiple of the model's block "
                                          "size); memory grows with it. Results agree to rounding "
                                          "across sizes (a near-tie in a token's experts or a "
-                                         "block's far blocks can flip); the same size gives the "
-                                         "same bytes."),
+                                         "block's far blocks can flip); the same size and the "
+                                         "same number of CPU threads give the same bytes."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -73,8 +105,7 @@ def embed(
 
     if pool not in ("none", "mean"):
         raise GenoctxError(f"--pool must be none or mean, got {pool!r}")
-    if out.is_dir():
-        raise GenoctxError(f"--out {out} is a folder; give the .npy file's name")
+    check_out(out)
     from genoctx.cli.common import refuse_overwriting_inputs, resolve_device
 
     refuse_overwriting_inputs([out], {"input": input})
@@ -85,6 +116,7 @@ def embed(
     with rereadable(input) as path:
         ids, where = read_tokens(path, region)
     net = GenoCtxModel.from_pretrained(model, device=dev)
+    check_memory(len(ids) + 1, 2 * net.config.d_model)
     try:
         net.segment_length(segment_len, len(ids) + 1)
     except ValueError as exc:
@@ -102,7 +134,9 @@ def embed(
             names = [f"fwd_{i}" for i in range(d)] + [f"rev_{i}" for i in range(d)]
             np.savetxt(fh, arr.reshape(-1, arr.shape[-1]), fmt="%.7g", delimiter=delimiter,
                        header=delimiter.join(names), comments="#")
-    typer.echo(f"wrote {out}: {list(arr.shape)} float32 embeddings of {where} ({len(ids):,} bp)")
+    if not quiet:  # on stderr: --out /dev/stdout may be the data
+        typer.echo(f"wrote {out}: {list(arr.shape)} float32 embeddings of {where} "
+                   f"({len(ids):,} bp)", err=True)
 
 
 def register(app: typer.Typer) -> None:

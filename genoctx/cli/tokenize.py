@@ -245,8 +245,14 @@ def _contigs_of_the_reads(bam: Path, targets: list[Region], quiet: bool) -> list
 
 
 def _check_paths(input: Path, out: Path, kind: Kind, reference: Path | None) -> None:
+    from genoctx.io.spool import is_stream
+
+    if str(out) == "-":
+        raise InputError("--out -: give --out /dev/stdout to write the .npz to standard output")
     if out.is_dir():
         raise InputError(f"--out {out} is a directory; give a file name such as tokens.npz")
+    if not is_stream(out) and out.suffix.lower() != ".npz":
+        raise InputError(f"--out {out}: tokenize writes a .npz archive; give a name ending .npz")
     if input.is_file():  # a pipe is read once: its format is checked where it is read
         from genoctx.io.fasta import FORMAT_NAMES, sniff_format
 

@@ -49,11 +49,14 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     replaced.
     """
     path = Path(path)
-    if path.is_symlink():
-        path = path.resolve()
+    # a stream is recognised through its links, before they are followed: /dev/stdout into a
+    # pipe (or bash's >(...)) is a link to /proc/self/fd/N, whose own target, pipe:[id],
+    # names no file
     if str(path) != "-" and is_stream(path):
         yield path  # a device or a FIFO: nothing to rename, and it must not be replaced
         return
+    if path.is_symlink():
+        path = path.resolve()
     sfx = suffix if suffix is not None else "".join(path.suffixes)
     fd, tmp = _in_folder_of(path, lambda folder: tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=f".tmp{sfx}", dir=folder))

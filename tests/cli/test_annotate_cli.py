@@ -104,6 +104,7 @@ def test_region_coordinates_stay_on_the_contig(example_fasta, tmp_path, cli):
     (["{fa}", "--region", "nope:1-10"], "nope"),
     (["{fa}", "--model", "{tmp}/no_such_model"], "not found"),
     (["{fa}", "--context", "100"], "--context must be at least 256"),
+    (["{fa}", "--context", "4194304"], "at most 1,048,576"),
     (["{fa}", "--context", "1024", "--overlap", "1023"], "context - 1"),
     (["{fa}", "--context", "256", "--overlap", "200"], "more than half"),
     (["{fa}", "--batch-size", "0"], "--batch-size must be at least 1"),

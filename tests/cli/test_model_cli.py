@@ -107,8 +107,7 @@ def test_model_info_reads_a_checkpoint_named_by_one_of_its_files_or_in_any_case(
 def test_embed_region(cli, small_ckpt, example_fasta, tmp_path):
     out = tmp_path / "emb.npy"
     code, stdout, err = cli(["embed", example_fasta, "--region", f"{{{CONTIG}}}:101-700",
-                             "--model", small_ckpt, "--segment-len", "256", "--out", out,
-                             "--quiet"])
+                             "--model", small_ckpt, "--segment-len", "256", "--out", out])
     assert code == 0, err
     emb = np.load(out)
     assert emb.shape == (600, 64) and emb.dtype == np.float32
@@ -116,7 +115,7 @@ def test_embed_region(cli, small_ckpt, example_fasta, tmp_path):
     model = GenoCtxModel.from_pretrained(small_ckpt)
     want = model.embed(torch.from_numpy(encode(seq).astype(np.int64))[None])[0].numpy()
     np.testing.assert_allclose(emb, want, atol=1e-5)
-    assert "600 bp" in stdout
+    assert "600 bp" in err and not stdout  # stdout may be the data (--out /dev/stdout)
 
     mean_out = tmp_path / "mean.npy"
     code, _, _ = cli(["embed", example_fasta, "--model", small_ckpt, "--pool", "mean",
@@ -136,6 +135,30 @@ def test_embed_to_text_holds_the_npy_values(cli, small_ckpt, example_fasta, tmp_
     assert header.startswith("#fwd_0" + delimiter) and header.endswith(delimiter + "rev_31")
     text = np.loadtxt(tmp_path / name, delimiter=delimiter, ndmin=2)
     np.testing.assert_allclose(text, np.load(tmp_path / "emb.npy"), rtol=1e-6, atol=1e-7)
+
+
+def test_embed_refuses_names_of_formats_it_does_not_write(cli, small_ckpt, example_fasta,
+                                                         tmp_path):
+    """x.tsv.gz or x.parquet would get .npy bytes under that name; - would make a file of
+    that name. Each is refused before the model runs, and nothing is written."""
+    for name, want in (("e.tsv.gz", "not compressed"), ("e.parquet", "writes .npy"),
+                       ("e", "writes .npy"), ("-", "/dev/stdout")):
+        code, _, err = cli(["embed", example_fasta, "--model", small_ckpt, "-q",
+                            "--out", tmp_path / name if name != "-" else "-"])
+        assert code == 2 and want in err, (name, err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_embed_refuses_a_region_beyond_the_memory(cli, small_ckpt, example_fasta, tmp_path,
+                                                  monkeypatch):
+    import os
+
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda k: 1000 if k == "SC_PHYS_PAGES" else real(k))
+    code, _, err = cli(["embed", example_fasta, "--model", small_ckpt, "-q",
+                        "--out", tmp_path / "e.npy"])
+    assert code == 2 and "shorter --region" in err and "GiB" in err
+    assert not (tmp_path / "e.npy").exists()
 
 
 def test_embed_errors_leave_no_output(cli, small_ckpt, example_fasta, tmp_path):

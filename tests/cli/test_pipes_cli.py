@@ -239,3 +239,27 @@ def test_eval_refuses_a_fasta_that_names_other_sequences(cli, tmp_path, example_
     doc = json.loads((tmp_path / "e" / "metrics.json").read_text())
     m = next(iter(doc["benchmarks"].values()))["metrics"]
     assert m[m["method"]]["per_base_cds"]["f1"] > 0.9
+
+
+def test_outputs_go_into_a_pipe_through_dev_stdout(example_fasta, tmp_path):
+    """``-o /dev/stdout | cmd``: /dev/stdout links to /proc/self/fd/1, whose target (pipe:[id])
+    names no file; tokenize and score-variants write into the pipe all the same."""
+    import subprocess
+    import sys
+
+    if not os.path.exists("/dev/stdout"):
+        pytest.skip("no /dev/stdout here")
+    run = [sys.executable, "-m", "genoctx"]
+    got = subprocess.run(run + ["tokenize", str(example_fasta), "--context", "4096", "-q",
+                                "--out", "/dev/stdout"], capture_output=True,
+                         check=False)
+    assert got.returncode == 0, got.stderr.decode()
+    with np.load(io.BytesIO(got.stdout)) as npz:
+        assert npz["tokens"].shape[1] == 4096
+    vcf = tmp_path / "v.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n")
+    got = subprocess.run(run + ["score-variants", str(vcf), "--reference", str(example_fasta),
+                                "--model", "none", "-q", "--out", "/dev/stdout"],
+                         capture_output=True, check=False)
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout.startswith(b"##fileformat=VCF")

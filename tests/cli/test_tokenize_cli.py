@@ -286,6 +286,15 @@ def test_out_is_a_directory(run_cli, ce_fa, tmp_path):
     assert code != 0 and "directory" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("name, message", [("t.npy", "ending .npz"), ("t.tsv", "ending .npz"),
+                                           ("-", "/dev/stdout")])
+def test_out_must_name_an_npz(run_cli, ce_fa, tmp_path, name, message):
+    """A .npz archive under another name (or a file called -) would mislead: refused."""
+    code, _, err = run_cli(["tokenize", ce_fa, "--out", tmp_path / name if name != "-" else "-"])
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_failure_while_writing_leaves_nothing(run_cli, ce_fa, tmp_path, monkeypatch):
     import genoctx.cli.tokenize as mod
 

@@ -53,6 +53,28 @@ def test_a_named_pipe_is_written_through_not_replaced(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="no /proc/self/fd here")
+def test_a_link_to_an_anonymous_pipe_is_written_through(tmp_path):
+    """`-o /dev/stdout | cat` and `-o >(cmd)`: the path is a link to /proc/self/fd/N, whose
+    target (pipe:[id]) names no file; the bytes still go into the pipe."""
+    r, w = os.pipe()
+    try:
+        link = tmp_path / "stdout"
+        link.symlink_to(f"/proc/self/fd/{w}")
+        with atomic_open(link) as fh:
+            fh.write("into the pipe\n")
+        os.close(w)
+        w = None
+        with os.fdopen(r) as fh:
+            r = None
+            assert fh.read() == "into the pipe\n"
+        assert [p.name for p in tmp_path.iterdir()] == ["stdout"]
+    finally:
+        for fd in (r, w):
+            if fd is not None:
+                os.close(fd)
+
+
 def _write_set(stage, names, fail_after=None):
     for k, name in enumerate(names):
         if k == fail_after:
