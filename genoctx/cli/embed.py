@@ -105,10 +105,10 @@ def embed(
 
     if pool not in ("none", "mean"):
         raise GenoctxError(f"--pool must be none or mean, got {pool!r}")
-    check_out(out)
     from genoctx.cli.common import refuse_overwriting_inputs, resolve_device
 
     refuse_overwriting_inputs([out], {"input": input})
+    check_out(out)
 
     dev = resolve_device(device)
     from genoctx.io.spool import rereadable
