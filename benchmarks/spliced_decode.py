@@ -10,8 +10,9 @@ the peak RSS includes them. Genes are not scored (the chunks are train data); th
 the calls of each setting that a decode of the whole record makes too (same strand and CDS).
 
 Run: ``python benchmarks/spliced_decode.py [--windows 0 2000000 500000] [--overlap 200000]
-[--no-write]`` (window 0: the whole record at once; writes the ``spliced-decode`` section of
-docs/benchmarks.md).
+[--no-write] [--profile]`` (window 0: the whole record at once; writes the ``spliced-decode``
+section of docs/benchmarks.md; ``--profile``: instead, the whole-record decode once in this
+process under cProfile, its 15 costliest functions by own time, nothing written).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def main(argv=None) -> None:
     ap.add_argument("--windows", type=int, nargs="+", default=[0, 2_000_000, 500_000])
     ap.add_argument("--overlap", type=int, default=200_000)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args(argv)
     root = resolve_data_root(args.data_root)
     manifest = load_manifest(root)
@@ -66,6 +68,17 @@ def main(argv=None) -> None:
             seqs.append(s)
             probs.append(hp[contig].astype(np.float16))
     seq = b"".join(s if isinstance(s, bytes) else s.encode() for s in seqs)
+    if args.profile:
+        import cProfile
+        import pstats
+
+        from genoctx.heads import spliced_decoder as sd
+
+        joined = {"joined": np.concatenate(probs).astype(np.float32)}
+        with cProfile.Profile() as prof:
+            sd.decode_many([("joined", seq)], joined, params=sd.DecoderParams(window=0))
+        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+        return
     rows, whole = [], None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "joined.npz"

@@ -69,7 +69,7 @@ static Py_ssize_t upper(const int64_t *e, Py_ssize_t n, int64_t x) {
 }
 
 /* a C-contiguous buffer of ndim dimensions of kind 'q' (int64), 'i' (int32), 'd' (float64),
- * 'f' (float32), 'B' (uint8) or 'b' (int8) */
+ * 'f' (float32), 'B' (uint8), 'b' (int8) or 'h' (int16) */
 static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, const char *name) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(o, b, flags) < 0) return 0;
@@ -84,6 +84,8 @@ static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, con
         ok = b->itemsize == 1 && strcmp(f, "B") == 0;
     else if (kind == 'b')
         ok = b->itemsize == 1 && strcmp(f, "b") == 0;
+    else if (kind == 'h')
+        ok = b->itemsize == 2 && strcmp(f, "h") == 0;
     else if (kind == 'i')
         ok = b->itemsize == 4 && (strcmp(f, "i") == 0 || (sizeof(long) == 4 && strcmp(f, "l") == 0));
     else
@@ -91,7 +93,8 @@ static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, con
     if (!ok || b->ndim != ndim) {
         PyErr_Format(PyExc_TypeError, "%s must be a %d-d C-contiguous %s array", name, ndim,
                      kind == 'd' ? "float64" : kind == 'f' ? "float32" : kind == 'i' ? "int32"
-                     : kind == 'B' ? "uint8" : kind == 'b' ? "int8" : "int64");
+                     : kind == 'B' ? "uint8" : kind == 'b' ? "int8" : kind == 'h' ? "int16"
+                     : "int64");
         PyBuffer_Release(b);
         return 0;
     }
@@ -501,6 +504,78 @@ done:
     return result;
 }
 
+/* traceback(bp, b, step, fill, m, me, t, s, path) -> the state before the path's first base.
+ * bp [L, B, S] int8: the Viterbi's back-pointers (the first k of the best predecessor); b: the
+ * sequence of the batch; step [S*K, 2] int64: for state s's k-th predecessor, (how it is
+ * reached: 0 the position before, 1 the first base of a minimum-length intron, 2 the base before
+ * a minimum-length exon, 3 never; the state there); fill [S*K, W] int16: the exon's states
+ * t0 .. t-1 for kind 2 (W >= me - 1). Walks from state s at position t down to position 0,
+ * writing path[0..t] [>= t+1] int16, as spliced_decoder._traceback_py does. */
+static PyObject *traceback(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    long long bidx, m, me, t, s;
+    if (!PyArg_ParseTuple(args, "OLOOLLLLO", &objs[0], &bidx, &objs[1], &objs[2], &m, &me, &t, &s,
+                          &objs[3]))
+        return NULL;
+    Py_buffer b[4];
+    const char kinds[4] = {'b', 'q', 'h', 'h'};
+    const int dims[4] = {3, 2, 2, 1};
+    const int writable[4] = {0, 0, 0, 1};
+    const char *names[4] = {"bp", "step", "fill", "path"};
+    int got = 0;
+    for (; got < 4; got++)
+        if (!get(objs[got], &b[got], kinds[got], dims[got], writable[got], names[got])) break;
+    PyObject *result = NULL;
+    if (got < 4) goto done;
+    Py_ssize_t L = b[0].shape[0], B = b[0].shape[1], S = b[0].shape[2];
+    Py_ssize_t SK = b[1].shape[0], W = b[2].shape[1];
+    if (S < 1 || SK % S || b[1].shape[1] != 2 || b[2].shape[0] != SK || bidx < 0 || bidx >= B ||
+        t >= L || t >= b[3].shape[0] || s < 0 || s >= S || m < 1 || me < 0 || me - 1 > W) {
+        PyErr_SetString(PyExc_ValueError, "traceback: the arrays' shapes do not agree");
+        goto done;
+    }
+    Py_ssize_t K = SK / S;
+    const int8_t *bp = b[0].buf;
+    const int64_t *step = b[1].buf;
+    const int16_t *fill = b[2].buf;
+    int16_t *path = b[3].buf;
+    const char *err = NULL;
+    while (t >= 0) {
+        path[t] = (int16_t)s;
+        int k = bp[((Py_ssize_t)t * B + bidx) * S + s];
+        if (k < 0 || k >= K) { err = "traceback: a back-pointer outside the predecessors"; break; }
+        const int64_t *st = step + (s * K + k) * 2;
+        long long kind = st[0], src = st[1];
+        if (src < 0 || src >= S || kind < 0 || kind > 2) {
+            err = "traceback reached an impossible state";
+            break;
+        }
+        if (kind == 2) {  /* the forced stretch after an acceptor, back to the intron */
+            long long t0 = t - me + 1;
+            if (t0 < 0) { err = "traceback: an exon before the sequence"; break; }
+            const int16_t *f = fill + (s * K + k) * W;
+            for (long long u = t0; u < t; u++) path[u] = f[u - t0];
+            t = t0 - 1;
+        } else if (kind == 1) {  /* the forced minimum-length intron, back to its first base */
+            long long t0 = t - m + 1;
+            if (t0 < 0) { err = "traceback: an intron before the sequence"; break; }
+            for (long long u = t0 + 1; u < t; u++) path[u] = (int16_t)s;
+            t = t0;
+        } else {
+            t -= 1;
+        }
+        s = src;
+    }
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, err);
+        goto done;
+    }
+    result = PyLong_FromLongLong(s);
+done:
+    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"chain", chain, METH_VARARGS,
      "The decoder's DP over genes in order: fills prev, returns each strand's best (value, index)."},
@@ -512,6 +587,8 @@ static PyMethodDef methods[] = {
      "The splice-site model's score of the window at every position: fills out."},
     {"viterbi", viterbi, METH_VARARGS,
      "The spliced decoder's Viterbi over a block of positions: fills hist and bp."},
+    {"traceback", traceback, METH_VARARGS,
+     "The spliced decoder's walk back along the back-pointers: fills path, returns the first state."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -104,10 +104,12 @@ from genoctx.errors import InputError
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, INDEX, NUM_CLASSES
 from genoctx.heads.orfs import GAP_BASES, encode, gap_mask
 
-try:  # the Viterbi's position loop compiled (_native.c); where it is not built, numpy
+try:  # the Viterbi's position loop and traceback compiled (_native.c); where they are not
+    # built, numpy and Python
+    from genoctx.heads._native import traceback as _traceback_c
     from genoctx.heads._native import viterbi as _viterbi
 except ImportError:
-    _viterbi = None
+    _viterbi = _traceback_c = None
 
 NEG = -1e30  # log(0) that stays finite under addition (no inf - inf)
 # CDS emission inside an assembly gap (DecoderParams.gap_bases): a cost no path pays over 50
@@ -718,7 +720,7 @@ def _viterbi_batch(codes: list[np.ndarray], chans: list[np.ndarray], p: DecoderP
             for b in last_at.get(a + i, ()):
                 final[b] = v[b].copy()
         bp_LBS[a:e] = arg_TBS[:T]
-    return [_traceback(bp_LBS[:, b], mc, m, me, lens[b], _end_state(mc, final.get(b)),
+    return [_traceback(bp_LBS, b, mc, m, me, lens[b], _end_state(mc, final.get(b)),
                        ends[b][0]) for b in range(B)]
 
 
@@ -827,10 +829,53 @@ def _jump_scores(mc: _Machine, jump: dict, tr_TBX, a: int, e: int, sig_of) -> No
         tr_TBX[:, :, col] = np.where(ok & (n_stop == 0), r.logp + score, NEG)
 
 
-def _traceback(bp_LS: np.ndarray, mc: _Machine, m: int, me: int, length: int,
+def _traceback(bp_LBS: np.ndarray, b: int, mc: _Machine, m: int, me: int, length: int,
+               end: int | None = None, open_left: bool = False,
+               native: bool = True) -> np.ndarray:
+    """The state path of sequence ``b`` of the batch from the back-pointers ``bp_LBS``
+    ``[L, B, S]`` (:func:`_traceback_py`'s walk, in C where it is built; ``native=False``:
+    Python)."""
+    if _traceback_c is None or not native:
+        return _traceback_py(bp_LBS[:, b], mc, m, me, length, end, open_left)
+    step, fill = _trace_tables(mc)
+    L = bp_LBS.shape[0] if end is None else length
+    path = np.zeros(L, dtype=np.int16)
+    t, s = (L - 1, 0) if end is None else (length - 1, end)
+    first = _traceback_c(np.ascontiguousarray(bp_LBS), b, step, fill, m, me, t, s, path)
+    assert first == 0 or (open_left and first in mc.open_start), "path does not start in IG"
+    return path[:length]
+
+
+def _trace_tables(mc: _Machine) -> tuple[np.ndarray, np.ndarray]:
+    """For the C traceback, per (state, k-th predecessor): how the step goes back (0: one
+    position, 1: to the first base of a minimum-length intron, 2: to the base before a
+    minimum-length exon, 3: never) and the state there, ``[S*K, 2]``; and the exon's states
+    before the jump's end, ``[S*K, max(min_exon - 1, 1)]``."""
+    if getattr(mc, "_trace", None) is None:
+        S, K, nF = mc.S, mc.K, len(mc.f_states)
+        step = np.zeros((S * K, 2), dtype=np.int64)
+        fill = np.zeros((S * K, max(mc.min_exon - 1, 1)), dtype=np.int16)
+        for s in range(S):
+            for k in range(K):
+                src, row = int(mc.pred[s][k]), s * K + k
+                if src >= mc.exon_slot:
+                    step[row] = (2, src - mc.exon_slot)
+                    fill[row, :mc.min_exon - 1] = mc.fill_of[(s, k)]
+                elif src >= S + nF:
+                    step[row] = (3, 0)
+                elif src >= S:
+                    step[row] = (1, mc.f_states[src - S])
+                else:
+                    step[row] = (0, src)
+        mc._trace = (step, fill)
+    return mc._trace
+
+
+def _traceback_py(bp_LS: np.ndarray, mc: _Machine, m: int, me: int, length: int,
                end: int | None = None, open_left: bool = False) -> np.ndarray:
     """Walk the back-pointers from IG at the end of the padded batch, or from state ``end``
-    at the sequence's last base (an open right end); keep the first L."""
+    at the sequence's last base (an open right end); keep the first L. The reference of
+    :func:`_traceback`'s C walk, and where that is not built, the walk."""
     pred = mc.pred.tolist()
     f_states = mc.f_states
     S = mc.S

@@ -29,6 +29,7 @@ def test_built_where_a_compiler_is():
     from genoctx.heads import splice_sites, spliced_decoder
 
     assert spliced_decoder._viterbi is native.viterbi
+    assert spliced_decoder._traceback_c is native.traceback
     assert splice_sites._site_score is native.site_score
 
 
@@ -194,10 +195,33 @@ def test_spliced_decoder_same_genes(worm, open_ends, monkeypatch):
     p = sd.DecoderParams(partial_ends=open_ends)
     fast = sd.decode_many(records, probs, params=p)
     monkeypatch.setattr(sd, "_viterbi", None)
+    monkeypatch.setattr(sd, "_traceback_c", None)
     monkeypatch.setattr(splice_sites, "_site_score", None)
     slow = sd.decode_many(records, probs, params=p)
     assert len(fast) >= 3 and any(len(g.cds) > 1 for g in fast)
     assert fast == slow
+
+
+def test_spliced_traceback_same_path(worm, monkeypatch):
+    """The C walk back gives the state path of the Python walk, base for base, at closed and
+    open ends (paths that begin or end inside a gene) and through introns and forced exons."""
+    from genoctx.heads import spliced_decoder as sd
+
+    records, probs = worm
+    real, walked = sd._traceback, []
+
+    def both(bp, b, mc, m, me, length, end=None, open_left=False):
+        fast = real(bp, b, mc, m, me, length, end, open_left)
+        slow = real(bp, b, mc, m, me, length, end, open_left, native=False)
+        np.testing.assert_array_equal(fast, slow)
+        walked.append(np.asarray(mc.kind)[fast])
+        return fast
+
+    monkeypatch.setattr(sd, "_traceback", both)
+    for open_ends in (False, True):
+        sd.decode_many(records, probs, params=sd.DecoderParams(partial_ends=open_ends))
+    kinds = np.concatenate(walked)
+    assert len(walked) >= 4 and (kinds == "intron").sum() > 1000 and (kinds == "exon").sum() > 1000
 
 
 def test_site_score_matches_numpy():
@@ -257,6 +281,27 @@ def test_bad_buffers_are_errors():
         native.viterbi(hist, pred + 8, tr, em, bp, 0)
     with pytest.raises(TypeError, match="tr must be"):
         native.viterbi(hist, pred, tr.astype(np.float64), em, bp, 0)
+    # traceback: 3 states, 2 predecessors; state 1 <- 0 one base back, state 2 <- an exon jump
+    # of min_exon 3 from state 0 (its first two bases filled with state 1); row 1 of state 0
+    # never
+    step = np.asarray([[0, 0], [3, 0], [0, 0], [0, 1], [2, 0], [0, 0]], dtype=np.int64)
+    fill = np.ones((6, 2), dtype=np.int16)
+    bp = np.zeros((6, 1, 3), np.int8)
+    path = np.full(6, -1, dtype=np.int16)
+    assert native.traceback(bp, 0, step, fill, 2, 3, 5, 2, path) == 0
+    assert path.tolist() == [0, 0, 0, 1, 1, 2]
+    with pytest.raises(ValueError, match="before the sequence"):
+        native.traceback(bp, 0, step, fill, 2, 3, 1, 2, path)
+    bp[2, 0, 0] = 1
+    with pytest.raises(ValueError, match="impossible state"):
+        native.traceback(bp, 0, step, fill, 2, 3, 5, 2, path)
+    bp[2, 0, 0] = 7
+    with pytest.raises(ValueError, match="outside the predecessors"):
+        native.traceback(bp, 0, step, fill, 2, 3, 5, 2, path)
+    with pytest.raises(ValueError, match="shapes"):
+        native.traceback(bp, 1, step, fill, 2, 3, 5, 2, path)
+    with pytest.raises(TypeError, match="path must be"):
+        native.traceback(bp, 0, step, fill, 2, 3, 5, 2, path.astype(np.int32))
 
     codes = np.zeros(30, dtype=np.uint8)
     frame, table = np.zeros(2, dtype=np.int64), osc._codon_table(11)
