@@ -101,6 +101,22 @@ static int get(PyObject *o, Py_buffer *b, char kind, int ndim, int writable, con
     return 1;
 }
 
+/* get() each of objs[0..n) into b (dims NULL: all 1-d; bit q of writable: objs[q] is written);
+ * returns how many were got, n when all were (the others' buffers are then not held) */
+static int get_all(PyObject **objs, Py_buffer *b, int n, const char *kinds, const int *dims,
+                   unsigned writable, const char **names) {
+    int got = 0;
+    for (; got < n; got++)
+        if (!get(objs[got], &b[got], kinds[got], dims ? dims[got] : 1, (writable >> got) & 1,
+                 names[got]))
+            break;
+    return got;
+}
+
+static void release_all(Py_buffer *b, int got) {
+    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+}
+
 /* chain(order, lo, hi, strand, score, credit, prev, ovl, linked, w, near_bp, far_bp)
  *   -> ((best value, its index) or None for plus, the same for minus predecessors)
  * ovl: (same, tail, head, same) overlaps as decoder._chain_py's ovl, flattened. */
@@ -118,9 +134,7 @@ static PyObject *chain(PyObject *self, PyObject *args) {
     PyObject *objs[7] = {o_order, o_lo, o_hi, o_st, o_score, o_credit, o_prev};
     const char kinds[7] = {'q', 'q', 'q', 'q', 'd', 'd', 'q'};
     const char *names[7] = {"order", "lo", "hi", "strand", "score", "credit", "prev"};
-    int got = 0;
-    for (; got < 7; got++)
-        if (!get(objs[got], &b[got], kinds[got], 1, got == 6, names[got])) break;
+    int got = get_all(objs, b, 7, kinds, NULL, 1u << 6, names);
     PyObject *result = NULL;
     Side side[2] = {{0}, {0}};
     if (got < 7) goto done;
@@ -223,7 +237,7 @@ static PyObject *chain(PyObject *self, PyObject *args) {
 done:
     side_free(&side[0]);
     side_free(&side[1]);
-    for (int k = 0; k < got; k++) PyBuffer_Release(&b[k]);
+    release_all(b, got);
     return result;
 }
 
@@ -241,9 +255,7 @@ static PyObject *tree_sum(PyObject *self, PyObject *args) {
     const char kinds[7] = {'d', 'i', 'd', 'i', 'i', 'd', 'd'};
     const int dims[7] = {2, 2, 2, 2, 2, 2, 1};
     const char *names[7] = {"x", "feature", "threshold", "left", "right", "value", "out"};
-    int got = 0;
-    for (; got < 7; got++)
-        if (!get(objs[got], &b[got], kinds[got], dims[got], got == 6, names[got])) break;
+    int got = get_all(objs, b, 7, kinds, dims, 1u << 6, names);
     PyObject *result = NULL;
     if (got < 7) goto done;
     Py_ssize_t n = b[0].shape[0], nf = b[0].shape[1], t = b[1].shape[0], m = b[1].shape[1];
@@ -283,7 +295,7 @@ static PyObject *tree_sum(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&b[k]);
+    release_all(b, got);
     return result;
 }
 
@@ -302,9 +314,7 @@ static PyObject *translation(PyObject *self, PyObject *args) {
     const char kinds[6] = {'B', 'q', 'q', 'q', 'q', 'd'};
     const int dims[6] = {1, 1, 1, 1, 1, 2};
     const char *names[6] = {"x", "frame", "j", "k", "table", "out"};
-    int got = 0;
-    for (; got < 6; got++)
-        if (!get(objs[got], &b[got], kinds[got], dims[got], got == 5, names[got])) break;
+    int got = get_all(objs, b, 6, kinds, dims, 1u << 5, names);
     PyObject *result = NULL;
     if (got < 6) goto done;
     Py_ssize_t len = b[0].shape[0], n_orf = b[1].shape[0];
@@ -365,7 +375,7 @@ static PyObject *translation(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    release_all(b, got);
     return result;
 }
 
@@ -384,9 +394,7 @@ static PyObject *site_score(PyObject *self, PyObject *args) {
     const char kinds[4] = {'B', 'd', 'd', 'd'};
     const int dims[4] = {1, 2, 2, 1};
     const char *names[4] = {"xp", "mono", "di", "out"};
-    int got = 0;
-    for (; got < 4; got++)
-        if (!get(objs[got], &b[got], kinds[got], dims[got], got == 3, names[got])) break;
+    int got = get_all(objs, b, 4, kinds, dims, 1u << 3, names);
     PyObject *result = NULL;
     if (got < 4) goto done;
     Py_ssize_t n = b[3].shape[0], P = b[1].shape[0], len = b[0].shape[0];
@@ -417,7 +425,7 @@ static PyObject *site_score(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    release_all(b, got);
     return result;
 }
 
@@ -436,11 +444,8 @@ static PyObject *viterbi(PyObject *self, PyObject *args) {
     Py_buffer b[5];
     const char kinds[5] = {'d', 'q', 'f', 'd', 'b'};
     const int dims[5] = {3, 2, 3, 3, 3};
-    const int writable[5] = {1, 0, 0, 0, 1};
     const char *names[5] = {"hist", "pred", "tr", "em", "bp"};
-    int got = 0;
-    for (; got < 5; got++)
-        if (!get(objs[got], &b[got], kinds[got], dims[got], writable[got], names[got])) break;
+    int got = get_all(objs, b, 5, kinds, dims, 1u | 1u << 4, names);
     PyObject *result = NULL;
     double *cand = NULL;
     if (got < 5) goto done;
@@ -500,7 +505,7 @@ static PyObject *viterbi(PyObject *self, PyObject *args) {
     result = Py_None;
 done:
     free(cand);
-    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    release_all(b, got);
     return result;
 }
 
@@ -520,11 +525,8 @@ static PyObject *traceback(PyObject *self, PyObject *args) {
     Py_buffer b[4];
     const char kinds[4] = {'b', 'q', 'h', 'h'};
     const int dims[4] = {3, 2, 2, 1};
-    const int writable[4] = {0, 0, 0, 1};
     const char *names[4] = {"bp", "step", "fill", "path"};
-    int got = 0;
-    for (; got < 4; got++)
-        if (!get(objs[got], &b[got], kinds[got], dims[got], writable[got], names[got])) break;
+    int got = get_all(objs, b, 4, kinds, dims, 1u << 3, names);
     PyObject *result = NULL;
     if (got < 4) goto done;
     Py_ssize_t L = b[0].shape[0], B = b[0].shape[1], S = b[0].shape[2];
@@ -572,7 +574,7 @@ static PyObject *traceback(PyObject *self, PyObject *args) {
     }
     result = PyLong_FromLongLong(s);
 done:
-    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    release_all(b, got);
     return result;
 }
 
