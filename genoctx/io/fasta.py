@@ -18,11 +18,14 @@ htslib's faidx silently keeps the first of two records with the same name and dr
 records, so an index is only trusted after it is checked against the file. A freshly built
 index (faidx has just read the whole file anyway) is compared record by record (names and
 lengths) with one streaming parse, which also rejects bytes that are not sequence letters.
-An existing plain-file index is checked by one short read per record: every header must sit
-exactly where the fai says the previous record ends; so is an existing bgzip index (not older
-than its data), reading the headers' uncompressed bytes through the ``.gzi``. A file that fails
-a check is indexed again (where its folder is writable) or streamed into memory instead, and
-the streaming parser raises the real error (duplicate names, say).
+An existing index older than its file is stale. One that is not (copies keep old dates) is
+checked by a few short reads per record: every header must sit exactly where the fai says the
+previous record ends, and line ends must sit where its line layout puts them after the first, a
+middle and the last lines (a file rewrapped to the same size fails here). A bgzip file's
+headers and line ends are read the same way through its ``.gzi``, whose blocks are checked as
+they are read. A file that fails a check is indexed again (where its folder is writable) or
+streamed into memory instead, and the streaming parser raises the real error (duplicate
+names, say).
 """
 
 from __future__ import annotations
@@ -442,10 +445,11 @@ def _read_fai(fai: Path) -> list[_FaiEntry] | None:
 
 
 def _plain_index_consistent(path: Path, entries: list[_FaiEntry]) -> bool:
-    """Every header sits exactly where the previous record ends, and nothing follows the last.
+    """Every header sits exactly where the previous record ends, nothing follows the last, and
+    each record's lines end where the fai's line layout says (see :func:`_lines_consistent`).
 
-    One short read per record; catches stale indexes, duplicate names and empty records that
-    faidx dropped, and text between records.
+    A few short reads per record; catches stale indexes (a file rewrapped to the same size
+    included), duplicate names and empty records that faidx dropped, and text between records.
     """
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         return _layout_consistent(lambda a, b: mm[a:b], len(mm), entries)
@@ -475,10 +479,29 @@ def _layout_consistent(read: Callable[[int, int], bytes], size: int,
         words = head[1:].split(None, 1)
         if not words or words[0].decode("utf-8", "replace") != e.name:
             return False
+        if not _lines_consistent(read, size, e):
+            return False
         pos = e.data_end()
         if pos - (e.linewidth - e.linebases) > size:
             return False
     return pos >= size or not read(pos, pos + (1 << 12)).strip()
+
+
+def _lines_consistent(read: Callable[[int, int], bytes], size: int, e: _FaiEntry) -> bool:
+    """The line ends the fai's layout puts in record ``e`` are there: after its first line,
+    a middle line and the last full line (so the last line starts where the fai says), and
+    after its last line (or the file ends there). A file rewrapped to other widths, or with
+    lines of uneven width, fails here; four reads of one or two bytes, whatever the length."""
+    newline = b"\n" if e.linewidth - e.linebases == 1 else b"\r\n"
+    lines = -(-e.length // e.linebases)
+    if lines > 1:
+        for i in (0, (lines - 1) // 2, lines - 2):
+            at = e.offset + i * e.linewidth + e.linebases
+            if read(at, at + len(newline)) != newline:
+                return False
+    at = e.offset + (lines - 1) * e.linewidth + e.length - (lines - 1) * e.linebases
+    tail = read(at, at + len(newline))
+    return tail == newline or (at + len(tail) >= size and newline.startswith(tail))
 
 
 class _BgzfReader:
@@ -567,7 +590,9 @@ def _build_index(path: Path, compression: str,
         if entries is None or not accept(entries):
             return None
         if compression == "bgzf":
+            _not_older(tmp_gzi, path)
             os.replace(tmp_gzi, f"{path}.gzi")
+        _not_older(tmp_fai, path)
         os.replace(tmp_fai, f"{path}.fai")
         return entries
     except (pysam.SamtoolsError, OSError):
@@ -590,8 +615,18 @@ def _folder_writable(folder: Path) -> bool:
 
 
 def _index_fresh(data: Path, *indexes: Path) -> bool:
-    mtime = data.stat().st_mtime
-    return all(p.is_file() and p.stat().st_mtime >= mtime for p in indexes)
+    """Every index exists and is not older than ``data`` (an older one was made before the
+    file last changed)."""
+    mtime = data.stat().st_mtime_ns
+    return all(p.is_file() and p.stat().st_mtime_ns >= mtime for p in indexes)
+
+
+def _not_older(index: Path, data: Path) -> None:
+    """Give a just-built ``index`` the mtime of ``data`` when ``data``'s is later (a file dated
+    in the future, a clock ahead on a network disk), or it would count as stale at every open."""
+    mtime = data.stat().st_mtime_ns
+    if index.stat().st_mtime_ns < mtime:
+        os.utime(index, ns=(mtime, mtime))
 
 
 def _check_bgzf_eof(path: Path) -> None:
@@ -653,8 +688,11 @@ class FastaFile:
             self.path) == [(e.name, e.length, False) for e in new])
 
     def _existing_index_ok(self, entries: list[_FaiEntry], fai: Path) -> bool:
+        """An index older than the file is stale: the file changed after it was made (a
+        rewrapped file may even keep its size and headers). One as new is checked against
+        the file, since copies (cp -p, rsync -a) keep old dates."""
         if self.compression == "none":
-            return _plain_index_consistent(self.path, entries)
+            return _index_fresh(self.path, fai) and _plain_index_consistent(self.path, entries)
         return (_index_fresh(self.path, fai, Path(f"{self.path}.gzi"))
                 and _bgzf_index_consistent(self.path, entries))
 
