@@ -507,18 +507,42 @@ def _lines_consistent(read: Callable[[int, int], bytes], size: int, e: _FaiEntry
 class _BgzfReader:
     """Uncompressed bytes ``[a, b)`` of a bgzip file, found through its ``.gzi`` (htslib's
     layout: a little-endian uint64 count, then (compressed, uncompressed) offset pairs of the
-    blocks after the first)."""
+    non-empty blocks after the first).
+
+    The ``.gzi`` is checked as it is used, so that one made for another file (which htslib
+    follows into an error, or into another file's offsets) raises ValueError instead: its
+    offsets must increase and lie inside the file, every block read must start at its offset
+    and hold as many bytes as the next offset says, and only empty blocks (the end-of-file
+    marker) may follow the last indexed one.
+    """
 
     def __init__(self, path: Path, gzi: Path):
         raw = gzi.read_bytes()
-        (n,) = np.frombuffer(raw[:8], "<u8")
-        pairs = np.frombuffer(raw[8:8 + 16 * int(n)], "<u8").reshape(-1, 2)
-        if len(pairs) != n:
+        if len(raw) < 8:
             raise ValueError("short .gzi")
-        self._compressed = [0] + pairs[:, 0].tolist()
-        self._uncompressed = [0] + pairs[:, 1].tolist()
-        self._fh = open(path, "rb")  # noqa: SIM115 - closed by __exit__
-        self._cached: tuple[int, bytes, int] = (-1, b"", 0)  # (offset, its block, next offset)
+        (n,) = np.frombuffer(raw[:8], "<u8")
+        if len(raw) != 8 + 16 * int(n):
+            raise ValueError("the .gzi's length does not match its count")
+        pairs = np.frombuffer(raw[8:], "<u8").reshape(-1, 2).astype(np.int64)
+        compressed = np.concatenate([[0], pairs[:, 0]])
+        uncompressed = np.concatenate([[0], pairs[:, 1]])
+        if (np.diff(compressed) <= 0).any() or (np.diff(uncompressed) < 0).any():
+            raise ValueError("the .gzi's offsets do not increase")
+        self._fh = open(path, "rb")  # noqa: SIM115 - closed by __exit__ or below
+        try:
+            if compressed[-1] >= os.fstat(self._fh.fileno()).st_size:
+                raise ValueError("the .gzi points past the end of the file")
+            self._compressed = compressed.tolist()
+            self._uncompressed = uncompressed.tolist()
+            self._cached: tuple[int, bytes, int] = (-1, b"", 0)  # (offset, block, next offset)
+            self._size = self._uncompressed[-1] + len(self._block_at(self._compressed[-1])[0])
+            self._fh.seek(self._block_at(self._compressed[-1])[1])
+            while (block := self._next_block()) is not None:  # after the last indexed block
+                if block:
+                    raise ValueError("a block after the .gzi's last holds data")
+        except BaseException:
+            self._fh.close()
+            raise
 
     def __enter__(self) -> Self:
         return self
@@ -532,38 +556,44 @@ class _BgzfReader:
         if self._cached[0] != offset:
             self._fh.seek(offset)
             block = self._next_block()
+            if block is None:
+                raise ValueError("the .gzi points at the end of the file")
             self._cached = (offset, block, self._fh.tell())
         return self._cached[1], self._cached[2]
 
-    def _next_block(self) -> bytes:
+    def _next_block(self) -> bytes | None:
+        """The uncompressed bytes of the block at the file position (empty for the end-of-file
+        marker); None at the end of the file."""
         head = self._fh.read(18)  # gzip header with BGZF's extra field: BSIZE at bytes 16-17
         if not head:
-            return b""  # end of file
+            return None
         if len(head) < 18 or head[:4] != b"\x1f\x8b\x08\x04" or head[12:14] != b"BC":
             raise ValueError("not a BGZF block")
         rest = self._fh.read(int.from_bytes(head[16:18], "little") + 1 - 18)
         return zlib.decompress(head + rest, 31)
 
+    def _indexed_block(self, k: int) -> bytes:
+        """The ``k``-th indexed block, checked against the next offset."""
+        block = self._block_at(self._compressed[k])[0]
+        after = self._uncompressed[k + 1] if k + 1 < len(self._uncompressed) else self._size
+        if len(block) != after - self._uncompressed[k]:
+            raise ValueError("the .gzi's offsets do not match the file's blocks")
+        return block
+
     def read(self, a: int, b: int) -> bytes:
         import bisect
 
         k = max(0, bisect.bisect_right(self._uncompressed, a) - 1)
-        offset, at, out = self._compressed[k], self._uncompressed[k], []
-        while at < b:
-            block, after = self._block_at(offset)
-            if not block:
-                break  # the end of the data (the empty end-of-file block, or none)
-            out.append(block[max(0, a - at):b - at])
-            at, offset = at + len(block), after
+        out = []
+        while k < len(self._compressed) and self._uncompressed[k] < b:
+            at = self._uncompressed[k]
+            out.append(self._indexed_block(k)[max(0, a - at):b - at])
+            k += 1
         return b"".join(out)
 
     def size(self) -> int:
-        """The uncompressed size: the last indexed block's start plus what follows it."""
-        self._fh.seek(self._compressed[-1])
-        size = self._uncompressed[-1]
-        while block := self._next_block():
-            size += len(block)
-        return size
+        """The uncompressed size: the last indexed block's start plus its length."""
+        return self._size
 
 
 def _stream_layout(path: Path) -> list[tuple[str, int, bool]]:
@@ -788,12 +818,18 @@ class FastaFile:
         return self.fetch_array(contig, start, end).tobytes()
 
     def _bgzf_fetch(self, contig: str, start: int, end: int) -> str:
+        import pysam
+
+        old = pysam.set_verbosity(0)  # htslib's own line would come before ours
         try:
             return self._pysam.fetch(contig, start, end)
         except ValueError as e:  # htslib could not read the blocks: a damaged file
             raise InputError(f"{self.path}: cannot read {contig}:{start + 1:,}-{end:,} ({e}); "
                              "the file is damaged, or its .fai/.gzi are not its own: remove "
-                             "them and read it again") from None
+                             f"{self.path.name}.fai and {self.path.name}.gzi and read it "
+                             "again") from None
+        finally:
+            pysam.set_verbosity(old)
 
     def resolve(self, region: Region | str) -> Region:
         """A region string (1-based, ``chr1:1,000-2,000``) or Region, checked against lengths."""

@@ -490,7 +490,44 @@ def test_bgzip_index_made_elsewhere_is_checked_against_the_file(ce_fa, tmp_path)
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
-def test_damaged_bgzip_block_is_one_clear_error(ce_fa, tmp_path):
+def test_a_gzi_of_another_bgzip_file_is_not_followed(ce_fa, tmp_path, capfd):
+    """A .gzi made for another file (one of a single block, or of the file before records
+    were added: the same first blocks) passed the check, since the blocks after its last
+    entry were read one by one; htslib then failed on the first region past them ('Failed
+    to retrieve block'). Now it is built again, or not used in a read-only folder."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    big = folder / "ce.fa.gz"
+    pysam.tabix_compress(str(ce_fa), str(big))
+    pysam.faidx(str(big))
+    fai, gzi = Path(f"{big}.fai"), Path(f"{big}.gzi")
+    good = gzi.read_bytes()
+    small = _write_fasta(tmp_path / "s.fa", [("s", b"ACGT" * 10)])
+    pysam.tabix_compress(str(small), str(tmp_path / "s.fa.gz"))
+    pysam.faidx(str(tmp_path / "s.fa.gz"))
+    n = int.from_bytes(good[:8], "little") // 2
+    foreign = {"of a one-block file": Path(f"{tmp_path / 's.fa.gz'}.gzi").read_bytes(),
+               "of its first half": n.to_bytes(8, "little") + good[8:8 + 16 * n]}
+    with pysam.FastaFile(str(ce_fa)) as want:
+        for what, raw in foreign.items():
+            for writable in (True, False):
+                gzi.write_bytes(raw)
+                os.utime(big, (1_000, 1_000))  # the index is not older than the file
+                folder.chmod(stat.S_IRWXU if writable else stat.S_IRUSR | stat.S_IXUSR)
+                try:
+                    with FastaFile(big) as fa:
+                        assert fa.mode == ("bgzf" if writable else "memory"), what
+                        for name, start, end in _random_intervals(fa.lengths, 30):
+                            got = fa.fetch(name, start, end)
+                            assert got == want.fetch(name, start, end).encode(), what
+                finally:
+                    folder.chmod(stat.S_IRWXU)
+                assert gzi.read_bytes() == (good if writable else raw), what
+                assert fai.is_file()
+    assert "[E::" not in capfd.readouterr().err
+
+
+def test_damaged_bgzip_block_is_one_clear_error(ce_fa, tmp_path, capfd):
     big = tmp_path / "ce.fa.gz"
     pysam.tabix_compress(str(ce_fa), str(big))
     pysam.faidx(str(big))
@@ -504,6 +541,7 @@ def test_damaged_bgzip_block_is_one_clear_error(ce_fa, tmp_path):
             fa.fetch("CHROMOSOME_I")
         with pytest.raises(InputError, match="damaged"):
             fa.fetch_array("CHROMOSOME_I", 0, 1_000_000)
+    assert "[E::" not in capfd.readouterr().err  # htslib's own line is not printed too
 
 
 def test_bgzip_bytes_through_the_gzi(ce_fa, tmp_path):
