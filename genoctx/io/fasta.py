@@ -246,24 +246,60 @@ def circular_headers(path: str | Path, block: int = 1 << 22) -> list[str]:
 
 # --------------------------------------------------------------------------- streaming
 
-def _clean_sequence(raw: bytes, name: str, path: Path) -> tuple[bytes, bool]:
+_SEQUENCE_LETTERS = np.zeros(256, bool)  # what a sequence holds: letters, gaps, stops
+_SEQUENCE_LETTERS[list(b"-*." + bytes(range(65, 91)) + bytes(range(97, 123)))] = True
+_SEQUENCE_BYTES = _SEQUENCE_LETTERS.copy()  # and its lines: blanks and line ends, dropped
+_SEQUENCE_BYTES[list(b" \t\v\f\r\n")] = True
+
+
+def _show_byte(byte: int) -> str:
+    """A byte as an error message names it."""
+    names = {0x20: "a blank", 0x09: "a tab", 0x0D: "a carriage return", 0x0A: "a line end",
+             0x00: "a NUL byte"}
+    if byte in names:
+        return names[byte]
+    if 0x20 < byte < 0x7F:
+        return f"'{chr(byte)}'"
+    return f"the byte 0x{byte:02X} ({'not ASCII' if byte > 0x7F else 'a control character'})"
+
+
+def _not_a_letter(path: Path, name: str, byte: int, line: int, column: int,
+                  base: int) -> InputError:
+    """The error for a byte in a sequence line that is no sequence letter."""
+    hint = ("; a '>' begins a header only at the start of a line" if byte == 0x3E else "")
+    return InputError(f"{path}, line {line:,}, column {column:,}: record '{name}' holds "
+                      f"{_show_byte(byte)} at base {base:,}, which is not a sequence letter"
+                      f"{hint}; correct or remove it (sequence lines hold letters, '-', '*' "
+                      "and '.')")
+
+
+def _clean_sequence(raw: bytes, name: str, path: Path, line: int) -> tuple[bytes, bool, int]:
     """Drop line ends (and stray blanks) from a record's body; refuse non-sequence bytes.
 
-    Returns the sequence and whether blanks were dropped (faidx miscounts such lines).
+    Args:
+        raw: The body, from the line after the header to the next header.
+        line: The line number of its first line in the file (for the error message).
+
+    Returns:
+        The sequence, whether blanks were dropped (faidx miscounts such lines), and the number
+        of line ends in ``raw``.
     """
     seq = raw.replace(b"\n", b"")
+    newlines = len(raw) - len(seq)
     if b"\r" in seq:
         seq = seq.replace(b"\r", b"")
     x = np.frombuffer(seq, np.uint8)
     # Letters pass; anything else is looked at once more (gaps, stops, blanks).
     if not np.count_nonzero(((x | 0x20) - 0x61) > 25):
-        return seq, False
+        return seq, False, newlines
     stripped = seq.translate(None, b" \t\v\f")
-    leftover = stripped.translate(None, b"-*." + bytes(range(65, 91)) + bytes(range(97, 123)))
-    if leftover:
-        raise InputError(f"{path}: record '{name}' contains {leftover[:1]!r}, which is not "
-                         "a sequence letter; the file is not valid FASTA")
-    return stripped, len(stripped) != len(seq)
+    if stripped.translate(None, b"-*." + bytes(range(65, 91)) + bytes(range(97, 123))):
+        at = int(np.flatnonzero(~_SEQUENCE_BYTES[np.frombuffer(raw, np.uint8)])[0])
+        line_start = raw.rfind(b"\n", 0, at) + 1
+        base = len(raw[:at].translate(None, b" \t\v\f\r\n")) + 1
+        raise _not_a_letter(path, name, raw[at], line + raw.count(b"\n", 0, at),
+                            at - line_start + 1, base)
+    return stripped, len(stripped) != len(seq), newlines
 
 
 def _header_name(line: bytes, path: Path, number: int) -> str:
@@ -277,6 +313,7 @@ def _header_name(line: bytes, path: Path, number: int) -> str:
 def _parse_stream(fh, path: Path) -> Iterator[tuple[str, tuple[bytes, bool]]]:
     """Records from a decompressed binary stream; lines of any length, no quadratic copies."""
     name, parts, header, at_line_start, count = None, [], None, True, 0
+    line = 1  # the line where ``parts`` begin, for error messages
     while chunk := fh.read(_CHUNK):
         pos = 0
         while pos < len(chunk):
@@ -286,7 +323,11 @@ def _parse_stream(fh, path: Path) -> Iterator[tuple[str, tuple[bytes, bool]]]:
                 if nl < 0:
                     break
                 if name is not None:
-                    yield name, _clean_sequence(b"".join(parts), name, path)
+                    seq, blanks, newlines = _clean_sequence(b"".join(parts), name, path, line)
+                    yield name, (seq, blanks)
+                else:  # blank lines before the first header
+                    newlines = sum(part.count(b"\n") for part in parts)
+                line += newlines + 1
                 count += 1
                 name, parts, header = _header_name(header, path, count), [], None
                 pos, at_line_start = nl + 1, True
@@ -301,13 +342,15 @@ def _parse_stream(fh, path: Path) -> Iterator[tuple[str, tuple[bytes, bool]]]:
                 raise InputError(f"{path}: sequence before the first '>' header; not FASTA")
             parts.append(body)
             pos, at_line_start = end, chunk[end - 1] == 0x0A
-    if header is not None:
+    if header is not None:  # the file ends in a header line without a line end
         if name is not None:
-            yield name, _clean_sequence(b"".join(parts), name, path)
+            seq, blanks, newlines = _clean_sequence(b"".join(parts), name, path, line)
+            yield name, (seq, blanks)
+            line += newlines + 1
         count += 1
         name, parts = _header_name(header, path, count), []
     if name is not None:
-        yield name, _clean_sequence(b"".join(parts), name, path)
+        yield name, _clean_sequence(b"".join(parts), name, path, line)[:2]
 
 
 def _iter_checked(path: Path, unique: bool = True) -> Iterator[tuple[str, bytes, bool]]:
@@ -777,13 +820,28 @@ class FastaFile:
         bases = bases_of(raw)
         odd = ((bases | 0x20) - 0x61) > 25  # not a letter (uint8 wraps below 'a')
         if odd.any() and bytes(bases[odd]).translate(None, b"-*."):
-            at = start + int(np.flatnonzero(odd)[0])
-            raise InputError(
-                f"{self.path}: record '{e.name}' reads {bytes(bases[odd][:1])!r} at base "
-                f"{at + 1:,} through its index: {self.path.name}.fai does not describe this file (built "
-                "from lines holding blanks or other bytes, or from an older file); remove the "
-                ".fai and read the file again")
+            i = int(np.flatnonzero(~_SEQUENCE_LETTERS[bases])[0])
+            self._refuse(e, start + i, int(bases[i]))
         return bases if table is None else bases_of(raw.translate(table))
+
+    def _refuse(self, e: _FaiEntry, at: int, byte: int) -> None:
+        """Raise for ``byte``, read as base ``at`` (0-based) of record ``e``: a line end means
+        the .fai does not describe the file; anything else is a bad byte in the file, named by
+        its line (counted on this error path only) and column."""
+        if byte in b"\r\n":
+            raise InputError(
+                f"{self.path}: record '{e.name}' reads a line end at base {at + 1:,} through its "
+                f"index: {self.path.name}.fai does not describe this file (its lines are not "
+                f"all as long as the index says, or it was made from an older file); remove "
+                f"{self.path.name}.fai and read the file again")
+        pos = e.offset + at // e.linebases * e.linewidth + at % e.linebases
+        line, done = 1, 0
+        while done < pos:
+            chunk = os.pread(self._fd, min(_CHUNK, pos - done), done)
+            if not chunk:
+                break
+            line, done = line + chunk.count(b"\n"), done + len(chunk)
+        raise _not_a_letter(self.path, e.name, byte, line, at % e.linebases + 1, at + 1)
 
     def fetch_array(self, contig: str, start: int = 0, end: int | None = None, *,
                     table: bytes | None = None) -> np.ndarray:

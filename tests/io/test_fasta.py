@@ -584,6 +584,37 @@ def test_not_sequence_bytes(tmp_path):
         FastaFile(tmp_path / "noname.fa")
 
 
+@pytest.mark.parametrize("chunk", [1 << 22, 5])
+def test_a_bad_byte_is_named_by_its_line_and_column_not_blamed_on_the_index(tmp_path, chunk,
+                                                                              monkeypatch):
+    """A digit in a sequence line, read through a samtools .fai, was reported as the .fai's
+    fault ('does not describe this file ... remove the .fai'); the streaming reader named no
+    line. Both now name the line, column, record and base (read in chunks of 5 bytes too)."""
+    monkeypatch.setattr("genoctx.io.fasta._CHUNK", chunk)
+    cases = {
+        b"\n>x\nAC\n>a\nACGTACGTAC\nACG1ACGTAC\nACGTACGTAC\n":
+            "line 6, column 4: record 'a' holds '1' at base 14,",
+        b">x\r\nAC\r\n>a\r\nACGT\r\nA\xc3\xa9T\r\nACGT\r\n":
+            r"line 5, column 2: record 'a' holds the byte 0xC3 \(not ASCII\) at base 6,",
+        b">a\nACGT\nAC>T\nAC\n": "line 3, column 3: record 'a' holds '>' at base 7, which is "
+                                 "not a sequence letter; a '>' begins a header only at the start",
+    }
+    for i, (text, message) in enumerate(cases.items()):
+        path = tmp_path / f"bad{i}.fa"
+        path.write_bytes(text)
+        for how in ("stream", "index"):
+            if how == "index":
+                pysam.faidx(str(path))  # samtools takes the file as it is
+            with pytest.raises(InputError, match=message) as err, FastaFile(path) as fa:
+                assert fa.mode == "indexed" and how == "index"  # streaming refuses at open
+                fa.fetch("a")
+            assert ".fai" not in str(err.value), how
+        gz = tmp_path / f"bad{i}.fa.gz"
+        gz.write_bytes(gzip.compress(text))
+        with pytest.raises(InputError, match=message):
+            list(iter_records(gz))
+
+
 def test_region_errors(ce_fa):
     with FastaFile(ce_fa) as fa:
         with pytest.raises(RegionError, match="unknown contig 'chrZ'"):
