@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import shlex
+from collections import Counter
 from pathlib import Path
 
 import typer
@@ -115,9 +117,31 @@ def _sequence_text(info: dict) -> list[str]:
     if len(info["records"]) > MAX_ROWS:
         lines.append(f"... {len(info['records']) - MAX_ROWS:,} more records (--json lists all)")
     if t["duplicate_names"]:
-        lines.append(f"note: {t['duplicate_names']:,} records repeat an earlier name (the first "
-                     "word of the header); fetching by name (tokenize --region) refuses this file")
+        lines += _repeated_names_note(info)
     return lines
+
+
+# Renames the second and later records named alike: '>a' becomes '>a_2', '>a_3', ...
+_RENAME = r"""awk '/^>/ { n[$1]++; if (n[$1] > 1) sub(/^>[^ \t]+/, "&_" n[$1]) } 1' """
+
+
+def _repeated_names_note(info: dict) -> list[str]:
+    """Which names repeat and, for FASTA, what that stops and a command that renames them."""
+    counts = Counter(r["name"] for r in info["records"])
+    repeated = [(name, n) for name, n in counts.items() if n > 1]
+    shown = ", ".join(f"'{name}' ({n:,} records)" for name, n in repeated[:5])
+    if len(repeated) > 5:
+        shown += f" and {len(repeated) - 5:,} more names (--json lists every record)"
+    extra = info["totals"]["duplicate_names"]
+    note = f"note: {extra:,} record{' repeats' if extra == 1 else 's repeat'} an earlier name"
+    if info["format"] != "fasta":
+        return [f"{note}: {shown}"]
+    name = repeated[0][0]
+    note += (f" (the first word of its header): {shown}. tokenize, embed and annotate refuse "
+             f"this file, since a region ({name}:1-100) names a record by that word and could "
+             f"reach only the first '{name}'. Give each record a name of its own, e.g. (the "
+             f"second '{name}' becomes '{name}_2'):")
+    return [note, f"  {_RENAME}{shlex.quote(info['path'])} > renamed.fa"]
 
 
 def _alignment_text(info: dict) -> list[str]:

@@ -2,6 +2,8 @@
 
 import gzip
 import json
+import shutil
+import subprocess
 
 import pysam
 import pytest
@@ -78,6 +80,28 @@ def test_repeated_names_are_described_and_reported(cli, data_root):
     assert data["totals"]["duplicate_names"] == len(names) - len(set(names)) > 0
     code, out, _ = cli(["info", path])
     assert code == 0 and "repeat an earlier name" in out
+
+
+def test_repeated_names_note_names_them_and_gives_a_fix_that_works(cli, tmp_path):
+    """The note said 'fetching by name (tokenize --region) refuses this file', named no name,
+    and gave no fix: tokenize, embed and annotate refuse the whole file. It now names the
+    repeated names and gives a rename command, which gives a file they take."""
+    path = tmp_path / "dup.fa"
+    path.write_bytes(b">a one\nACGT\n>b\nGG\n>a two\nTT\n>a\tthree\nCC\n")
+    code, out, err = cli(["info", path])
+    assert code == 0, err
+    note = out[out.index("note:"):]
+    assert note.startswith("note: 2 records repeat an earlier name")
+    assert "'a' (3 records)" in note and "'b'" not in note
+    assert "tokenize, embed and annotate refuse this file" in note
+    command = note.splitlines()[-1].strip()
+    assert command.startswith("awk ") and command.endswith(" > renamed.fa")
+    if shutil.which("awk"):
+        subprocess.run(command, shell=True, cwd=tmp_path, check=True)
+        assert [r.id for r in SeqIO.parse(tmp_path / "renamed.fa", "fasta")] == [
+            "a", "b", "a_2", "a_3"]
+        code, out, err = cli(["info", tmp_path / "renamed.fa"])
+        assert code == 0 and "note:" not in out, err
 
 
 def test_genbank(cli, example_genbank):
