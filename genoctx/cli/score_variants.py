@@ -483,6 +483,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     """
     from genoctx.heads.consequence import TargetCollector
     from genoctx.io.fasta import FastaFile
+    from genoctx.io.hts import bytes_kept
     from genoctx.io.vcf import VariantStats
 
     vcf = Path(vcf)
@@ -503,6 +504,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     _check_table(translation_table, annotation)
     _check_circular(circular, annotation)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(bytes_kept())  # Latin-1 in the header or INFO: written back as read
         vcf = stack.enter_context(_rereadable(vcf))
         with _records(vcf) as vf:  # missing / not VCF / unreadable header: fail before work
             declared = {c: vf.header.contigs[c].length for c in vf.header.contigs}
@@ -620,16 +622,26 @@ def _unscored(variants, progress, every: int = 256) -> Iterator:
 
 @contextlib.contextmanager
 def _output(out: Path | None):
-    """A text sink: a temp file renamed onto ``out`` on success (bgzip for ``.gz``), or stdout."""
+    """A text sink: a temp file renamed onto ``out`` on success (bgzip for ``.gz``), or stdout.
+
+    Text is written as UTF-8 with ``surrogateescape``, so bytes of the input that are not UTF-8
+    (read by :func:`genoctx.io.hts.bytes_kept`) are written back unchanged."""
     from genoctx.io.atomic import atomic_path
 
+    text = {"encoding": "utf-8", "errors": "surrogateescape"}
     if out is None:
         with tempfile.TemporaryDirectory() as tmpdir:
             tmp = Path(tmpdir) / "out.vcf"
-            with open(tmp, "w") as fh:
+            with open(tmp, "w", **text) as fh:
                 yield fh, False
-            with open(tmp, newline="") as fh:  # as written: a \r inside a line stays in it
-                shutil.copyfileobj(fh, sys.stdout)
+            sys.stdout.flush()
+            stdout = getattr(sys.stdout, "buffer", None)
+            with open(tmp, "rb") as fh:  # as written: a \r inside a line stays in it
+                if stdout is not None:
+                    shutil.copyfileobj(fh, stdout)
+                    stdout.flush()
+                else:  # a text-only stream (a test's StringIO)
+                    sys.stdout.write(fh.read().decode(**text))
         return
     out = Path(out)
     compressed = out.name.lower().endswith((".gz", ".bgz"))
@@ -639,10 +651,10 @@ def _output(out: Path | None):
 
             import pysam
 
-            with pysam.BGZFile(str(tmp), "wb") as raw, io.TextIOWrapper(raw, "utf-8") as fh:
+            with pysam.BGZFile(str(tmp), "wb") as raw, io.TextIOWrapper(raw, **text) as fh:
                 yield fh, True
         else:
-            with open(tmp, "w") as fh:
+            with open(tmp, "w", **text) as fh:
                 yield fh, False
 
 

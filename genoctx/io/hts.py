@@ -17,3 +17,19 @@ def quiet_htslib() -> Iterator[None]:
         yield
     finally:
         pysam.set_verbosity(previous)
+
+
+@contextlib.contextmanager
+def bytes_kept() -> Iterator[None]:
+    """In the block, pysam decodes text that is not UTF-8 (a Latin-1 byte such as 0xFC, ``ü``,
+    in a VCF header or INFO value) with ``surrogateescape`` instead of raising
+    UnicodeDecodeError: each such byte becomes a lone surrogate (U+DCFC) that
+    ``encode("utf-8", "surrogateescape")`` writes back as the same byte. pysam's setting is
+    process-wide; the previous one is restored when the block ends."""
+    from pysam.libcutils import set_encoding_error_handler
+
+    previous = set_encoding_error_handler("surrogateescape")
+    try:
+        yield
+    finally:
+        set_encoding_error_handler(previous)

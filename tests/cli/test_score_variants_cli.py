@@ -721,3 +721,43 @@ def test_stale_csi_is_removed_and_upper_case_gz_is_bgzipped(cli, tmp_path, pcp1,
         assert Path(f"{out}.tbi").is_file() == sort
         with pysam.VariantFile(str(out)) as vf:
             assert len(list(vf)) == 2
+
+
+# ----------------------------------------------------------------------------- audit fixes (2)
+
+def _latin1_vcf(path: Path, contig: str, seq: str) -> Path:
+    """A VCF with a Latin-1 byte (0xFC, ü) in a header line and in an INFO value."""
+    path.write_bytes(
+        b"##fileformat=VCFv4.2\n"
+        b'##INFO=<ID=NOTE,Number=1,Type=String,Description="M\xfcller">\n'
+        b"#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+        + f"{contig}\t101\tlat1\t{seq[100]}\t{other(seq[100])}\t.\t.\tNOTE=M".encode()
+        + b"\xfcller\n")
+    return path
+
+
+@pytest.mark.parametrize("name", ["out.vcf", "out.vcf.gz", "-"])
+def test_latin1_bytes_are_written_back_unchanged(tmp_path, pcp1, capsysbinary, name):
+    """Latin-1 in the header or INFO raised UnicodeDecodeError (the header) or
+    UnicodeEncodeError (a record) with a traceback; they are written back byte for byte."""
+    import gzip
+
+    from genoctx.cli.app import run
+
+    contig = FastaFile(pcp1).contigs[0]
+    vcf = _latin1_vcf(tmp_path / "latin1.vcf", contig, FastaFile(pcp1).fetch(contig).decode())
+    out = tmp_path / name
+    code = run(["score-variants", str(vcf), "-R", str(pcp1), "--model", "none", "-q",
+                "-o", str(out) if name != "-" else "-"])
+    captured = capsysbinary.readouterr()
+    assert code == 0, captured.err
+    data = (captured.out if name == "-" else gzip.decompress(out.read_bytes())
+            if name.endswith(".gz") else out.read_bytes())
+    assert b'Description="M\xfcller">\n' in data and b"\tNOTE=M\xfcller;GCX_CLASS=" in data
+    if name != "-":
+        from genoctx.io.hts import bytes_kept
+
+        with bytes_kept(), pysam.VariantFile(str(out)) as vf:  # reads back through htslib
+            assert "M\udcfcller" in str(vf.header)
+            assert [r.info["NOTE"] for r in vf] == ["M\udcfcller"]
+            assert "GCX_CONSEQ" in vf.header.info
