@@ -22,7 +22,8 @@ A REF that disagrees with the reference gets FILTER ``GCX_REF_MISMATCH`` and no 
 on a contig missing from the reference gets ``GCX_UNKNOWN_CONTIG`` (and the run stops with an
 error when no variant lies on a reference contig: the wrong reference). Records are read and
 written as a stream (scores in chunks) into a temporary file renamed at the end; ``.gz`` output
-is bgzipped and tabix-indexed.
+is bgzipped and tabix-indexed (``.tbi``; ``.csi`` where a record ends past 2^29, beyond what a
+``.tbi`` holds).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
@@ -53,6 +54,7 @@ FILTER_MISMATCH = "GCX_REF_MISMATCH"
 FILTER_UNKNOWN = "GCX_UNKNOWN_CONTIG"
 _OUR_KEYS = ("GCX_DLL", "GCX_CLASS", "GCX_CONSEQ", "GCX_SCORE")
 HINT_MAX_BYTES = 64 << 20  # references up to this size are scanned for circular headers
+TBI_MAX_END = 1 << 29  # a .tbi index holds records ending at most here; past it, a .csi
 
 
 @dataclass
@@ -68,6 +70,8 @@ class Summary:
     ambiguous: int = 0
     unannotated: int = 0  # variants on reference contigs the --annotation does not cover
     indexed: bool = False
+    index: Path | None = None  # the .tbi or .csi written beside a bgzipped output
+    not_indexed: str = ""  # why a bgzipped output has no index (unsorted, htslib failed, a pipe)
     model: bool = True  # False under --model none: ``scored`` counts consequences only
 
     def line(self) -> str:
@@ -79,6 +83,31 @@ class Summary:
                 + (f", {self.ambiguous} ALT with N/IUPAC bases skipped" if self.ambiguous else "")
                 + (f", {self.unannotated} on contigs without annotation" if self.unannotated
                    else ""))
+
+
+@dataclass
+class _Layout:
+    """Where the records lie, gathered as they are written: whether a bgzipped output can be
+    indexed (records of a contig together, each POS at least the one before, as htslib
+    requires) and with which index (``.csi`` where a record ends past :data:`TBI_MAX_END`)."""
+
+    sorted: bool = True
+    max_end: int = 0  # 0-based exclusive end of the furthest record (INFO/END counted)
+    _contig: str | None = None
+    _start: int = -1
+    _done: set[str] = field(default_factory=set)
+
+    def add(self, contig: str, start: int, end: int) -> None:
+        if contig != self._contig:
+            if contig in self._done:  # a contig met again after another one
+                self.sorted = False
+            if self._contig is not None:
+                self._done.add(self._contig)
+            self._contig, self._start = contig, -1
+        if start < self._start:
+            self.sorted = False
+        self._start = start
+        self.max_end = max(self.max_end, end)
 
 
 @dataclass
@@ -535,20 +564,24 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
         provenance = (f"Version={_version()},"
                       + (f"Model=sha256:{sha[:16]},Context={context}," if scored else "Model=none,")
                       + f"Reference={_header_value(reference_name or Path(reference).name)}")
-        stats, summary = VariantStats(), Summary(model=scored)
+        stats, summary, layout = VariantStats(), Summary(model=scored), _Layout()
         with _output(out) as (sink, compressed), _records(vcf) as vf:
             sink.write(_output_header(str(vf.header), _header_lines(
                 context, ann, provenance, supervised is not None, scored)))
             summary.scored = _write_records(vf, sink, vcf, fa, backbone, ann, stats, total,
                                             context=context, batch_size=batch_size,
-                                            quiet=quiet, supervised=supervised)
+                                            quiet=quiet, supervised=supervised, layout=layout)
     summary.records, summary.variants = stats.records, stats.variants
     summary.ref_mismatch, summary.unknown_contig = stats.ref_mismatch, stats.unknown_contig
     summary.symbolic, summary.ambiguous = stats.symbolic, stats.ambiguous
     summary.unannotated = unannotated
     from genoctx.io.spool import is_stream
 
-    summary.indexed = compressed and not is_stream(out) and _index(Path(out))
+    if compressed and is_stream(out):
+        summary.not_indexed = "a pipe or device is not indexed"
+    elif compressed:
+        summary.index, summary.not_indexed = _index(Path(out), layout)
+        summary.indexed = summary.index is not None
     return summary
 
 
@@ -571,8 +604,10 @@ def _check_circular(circular, annotation: Path | None) -> None:
 
 
 def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, context: int,
-                   batch_size: int, quiet: bool, supervised) -> int:
-    """Second pass: score the variants in chunks and write each record as its turn comes.
+                   batch_size: int, quiet: bool, supervised, layout: _Layout | None = None
+                   ) -> int:
+    """Second pass: score the variants in chunks and write each record as its turn comes;
+    ``layout`` (given) is told where each record lies.
 
     Returns the variants scored; without a model (``backbone`` None), those annotated (their
     REF matches the reference).
@@ -600,6 +635,8 @@ def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, conte
                 info, flt = _record_fields(rec, alleles, fa, ann, supervised, context,
                                            backbone is not None)
                 sink.write(_edit_record(record_text(rec, raw), info, flt))
+                if layout is not None:
+                    layout.add(rec.chrom, rec.start, rec.stop)
         assert pending is None, "variants left over after the last record"
     return scored
 
@@ -658,23 +695,33 @@ def _output(out: Path | None):
                 yield fh, False
 
 
-def _index(out: Path) -> bool:
-    """Tabix-index ``out`` (a bgzipped VCF); False (and no stale index, .tbi or .csi, which
-    htslib would read for the new file) when it is unsorted."""
+def _index(out: Path, layout: _Layout) -> tuple[Path | None, str]:
+    """Index ``out`` (a bgzipped VCF whose records ``layout`` describes): a ``.tbi``, or a
+    ``.csi`` where a record ends past 2^29, which a ``.tbi`` cannot hold. Returns ``(index,
+    "")``, or ``(None, why)`` without an index: the records are not sorted, or htslib failed
+    (a full disk, say). A stale index (.tbi or .csi, which htslib would read for the new file)
+    is removed first either way."""
     import pysam
 
     from genoctx.io.hts import quiet_htslib
 
-    tbi = Path(f"{out}.tbi")
-    for stale in (tbi, Path(f"{out}.csi")):
+    tbi, csi = Path(f"{out}.tbi"), Path(f"{out}.csi")
+    for stale in (tbi, csi):
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()
+    if not layout.sorted:
+        return None, "records not sorted by position; bcftools sort would sort them"
+    want = csi if layout.max_end > TBI_MAX_END else tbi
     try:
         with quiet_htslib():
-            pysam.tabix_index(str(out), preset="vcf", force=True)
-    except OSError:  # htslib refuses unsorted records
-        return False
-    return tbi.is_file()
+            pysam.tabix_index(str(out), preset="vcf", force=True, csi=want is csi)
+    except OSError as exc:
+        return None, (f"htslib could not write {want.name} ({exc}); check the folder's space "
+                      f"and permissions, then run tabix -p vcf{' --csi' if want is csi else ''} "
+                      f"{out}")
+    if not want.is_file():
+        return None, f"htslib wrote no {want.name}"
+    return want, ""
 
 
 def _version() -> str:
@@ -691,7 +738,8 @@ def score_variants_cmd(
     reference: Path = typer.Option(..., "--reference", "-R",
                                    help="Reference FASTA the variants were called on."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Output VCF; .vcf.gz is bgzipped "
-                                    "and tabix-indexed (default: plain VCF on stdout)."),
+                                    "and tabix-indexed, .tbi or (positions past 2^29) .csi "
+                                    "(default: plain VCF on stdout)."),
     context: int = typer.Option(1024, "--context", help="Bases of sequence around each variant "
                                 "(equal flanks; clipped at contig ends)."),
     annotation: Path | None = typer.Option(None, "--annotation", "-a", help="Gene models "
@@ -766,13 +814,12 @@ def _score_variants(variants, reference, out, model, context, annotation, batch_
                         circular=frozenset(rings) if circular_declared else circular,
                         reference_name=reference_name)
     if out is not None and out.name.lower().endswith((".gz", ".bgz")) and not summary.indexed:
-        from genoctx.io.spool import is_stream
-
-        why = ("a pipe or device is not indexed" if is_stream(out) else
-               "records not sorted by position")
-        typer.echo(f"genoctx: warning: {out} is not tabix-indexed ({why})", err=True)
+        typer.echo(f"genoctx: warning: {out} is not tabix-indexed ({summary.not_indexed})",
+                   err=True)
     if not quiet:
         where = f"; wrote {out}" if out is not None else ""
+        if summary.index is not None and summary.index.suffix == ".csi":
+            where += f" and {summary.index.name} (a CSI index: positions past 2^29)"
         typer.echo(f"genoctx: {summary.line()}{where}", err=True)
 
 

@@ -761,3 +761,39 @@ def test_latin1_bytes_are_written_back_unchanged(tmp_path, pcp1, capsysbinary, n
             assert "M\udcfcller" in str(vf.header)
             assert [r.info["NOTE"] for r in vf] == ["M\udcfcller"]
             assert "GCX_CONSEQ" in vf.header.info
+
+
+def test_positions_past_2_29_get_a_csi_index(cli, tmp_path, pcp1):
+    """A .tbi holds records ending at most at 2^29; htslib's refusal past it was reported as
+    'records not sorted'. Such an output is indexed with a .csi, which htslib reads back."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    rows = [f"{contig}\t101\t.\t{seq[100]}\t{other(seq[100])}\t.\t.\t.",
+            "big\t600000000\tfar\tA\tG\t.\t.\t."]
+    vcf = _plain_vcf(tmp_path / "big.vcf", rows, {contig: len(seq), "big": 700_000_000})
+    out = tmp_path / "big.vcf.gz"
+    Path(f"{out}.tbi").write_bytes(b"stale index")
+    code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", "none", "-o", out])
+    assert code == 0, err
+    assert "not tabix-indexed" not in err and "big.vcf.gz.csi (a CSI index" in err
+    assert Path(f"{out}.csi").is_file() and not Path(f"{out}.tbi").exists()
+    with pysam.VariantFile(str(out)) as vf:
+        assert [r.id for r in vf.fetch("big", 599_999_990, 600_000_010)] == ["far"]
+        assert [r.pos for r in vf.fetch(contig)] == [101]
+
+
+def test_an_index_htslib_cannot_write_is_not_called_unsorted(cli, tmp_path, pcp1, monkeypatch):
+    """Every OSError of htslib's indexer read as 'records not sorted'."""
+    def fail(*args, **kwargs):
+        raise OSError("building of index failed")
+
+    monkeypatch.setattr(pysam, "tabix_index", fail)
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    rows = [f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t." for p in (100, 500)]
+    vcf = _plain_vcf(tmp_path / "s.vcf", rows)
+    out = tmp_path / "s.vcf.gz"
+    code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", "none", "-o", out, "-q"])
+    assert code == 0 and "not tabix-indexed (htslib could not write s.vcf.gz.tbi" in err
+    assert "sorted" not in err and "tabix -p vcf" in err
+    assert len(list(pysam.VariantFile(str(out)))) == 2
