@@ -20,10 +20,12 @@ Every record is copied with these INFO fields added (declared in the header):
 
 A REF that disagrees with the reference gets FILTER ``GCX_REF_MISMATCH`` and no score; a record
 on a contig missing from the reference gets ``GCX_UNKNOWN_CONTIG`` (and the run stops with an
-error when no variant lies on a reference contig: the wrong reference). Records are read and
-written as a stream (scores in chunks) into a temporary file renamed at the end; ``.gz`` output
-is bgzipped and tabix-indexed (``.tbi``; ``.csi`` where a record ends past 2^29, beyond what a
-``.tbi`` holds).
+error when no variant lies on a reference contig: the wrong reference). An ALT with no one
+sequence to score gets ``.`` in GCX_DLL and GCX_CONSEQ, the record kept as it was, and is
+counted in the summary: a symbolic ALT or breakend, ``*``, N or IUPAC bases in the ALT, or in
+the REF (a REF of N at a reference N). Records are read and written as a stream (scores in
+chunks) into a temporary file renamed at the end; ``.gz`` output is bgzipped and
+tabix-indexed (``.tbi``; ``.csi`` where a record ends past 2^29, beyond what a ``.tbi`` holds).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class Summary:
     unknown_contig: int = 0
     symbolic: int = 0
     ambiguous: int = 0
+    ambiguous_ref: int = 0  # ALTs of a REF with an N/IUPAC base (a REF of N at a reference N)
     unannotated: int = 0  # variants on reference contigs the --annotation does not cover
     indexed: bool = False
     index: Path | None = None  # the .tbi or .csi written beside a bgzipped output
@@ -81,6 +84,8 @@ class Summary:
                 f"{self.ref_mismatch} ref mismatches, {self.unknown_contig} unknown contigs, "
                 f"{self.symbolic} symbolic skipped"
                 + (f", {self.ambiguous} ALT with N/IUPAC bases skipped" if self.ambiguous else "")
+                + (f", {self.ambiguous_ref} ALT of a REF with N/IUPAC bases skipped"
+                   if self.ambiguous_ref else "")
                 + (f", {self.unannotated} on contigs without annotation" if self.unannotated
                    else ""))
 
@@ -574,6 +579,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     summary.records, summary.variants = stats.records, stats.variants
     summary.ref_mismatch, summary.unknown_contig = stats.ref_mismatch, stats.unknown_contig
     summary.symbolic, summary.ambiguous = stats.symbolic, stats.ambiguous
+    summary.ambiguous_ref = stats.ambiguous_ref
     summary.unannotated = unannotated
     from genoctx.io.spool import is_stream
 

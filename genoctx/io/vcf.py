@@ -10,7 +10,9 @@ the only conversion); ``[pos, pos + len(ref))`` is the REF span, 0-based half-op
 * symbolic ALTs (``<DEL>``, ``<*>``, ``<NON_REF>``, breakends ``N[chr:1[``) and the spanning
   deletion ``*`` are skipped and counted in ``symbolic``; an ALT with a base other than A, C,
   G or T (``N``, IUPAC codes such as ``R``) has no one sequence to score and is skipped and
-  counted in ``ambiguous``; records without ALT are counted in ``no_alt``;
+  counted in ``ambiguous``; so is every ALT of a REF with such a base (a REF of ``N`` at a
+  reference ``N``), counted in ``ambiguous_ref``; records without ALT are counted in
+  ``no_alt``;
 * with a reference FASTA, REF is compared with the reference bases, ignoring case: a mismatch
   (or a REF running off the contig) sets ``ref_ok=False`` and counts in ``ref_mismatch``; a
   contig missing from the FASTA sets ``ref_ok=False`` and counts in ``unknown_contig``. Without
@@ -71,6 +73,7 @@ class VariantStats:
     multiallelic: int = 0     # records with more than one ALT
     symbolic: int = 0         # ALT alleles skipped as symbolic / '*'
     ambiguous: int = 0        # ALT alleles skipped for a base other than A/C/G/T (N, IUPAC)
+    ambiguous_ref: int = 0    # ALT alleles skipped for such a base in their REF
     no_alt: int = 0           # records without any ALT allele
     ref_mismatch: int = 0     # records whose REF differs from the reference (or runs off it)
     unknown_contig: int = 0   # records on a contig missing from the reference
@@ -238,10 +241,16 @@ def iter_variants(vcf_path: str | Path, fasta: FastaFile | str | Path | None = N
             if len(alts) > 1:
                 stats.multiallelic += 1
             ref_ok = _check_ref(fa, rec.chrom, rec.start, rec.ref, stats)
+            # a REF of N matches a reference N, but gives no one sequence to score (a REF
+            # that differs from the reference is yielded with ref_ok False, as any other)
+            ref_ambiguous = ref_ok and _is_ambiguous(rec.ref)
             filters = tuple(rec.filter.keys())
             for allele_index, alt in enumerate(alts, 1):
                 if _is_symbolic(alt):
                     stats.symbolic += 1
+                    continue
+                if ref_ambiguous:
+                    stats.ambiguous_ref += 1
                     continue
                 if _is_ambiguous(alt):
                     stats.ambiguous += 1

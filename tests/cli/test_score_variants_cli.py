@@ -797,3 +797,23 @@ def test_an_index_htslib_cannot_write_is_not_called_unsorted(cli, tmp_path, pcp1
     assert code == 0 and "not tabix-indexed (htslib could not write s.vcf.gz.tbi" in err
     assert "sorted" not in err and "tabix -p vcf" in err
     assert len(list(pysam.VariantFile(str(out)))) == 2
+
+
+def test_a_ref_of_n_is_left_unscored_and_counted(cli, tmp_path, model_dir):
+    """A REF of N at a reference N was scored as if N were a base."""
+    fasta = tmp_path / "n.fa"
+    seq = "ACGTTGCA" * 40 + "N" * 11 + "TTGACCGA" * 40
+    fasta.write_text(f">c\n{seq}\n")
+    vcf = _plain_vcf(tmp_path / "n.vcf", ["c\t325\trefN\tN\tA\t.\t.\t.",
+                                          f"c\t400\tsnv\t{seq[399]}\t{other(seq[399])}\t.\t.\t."],
+                     {"c": len(seq)})
+    out = tmp_path / "n.vcf.gz"
+    code, _, err = cli(["score-variants", vcf, "-R", fasta, "--model", model_dir, "--context",
+                        "64", "-o", out])
+    assert code == 0, err
+    assert "2 records, 1 variants, 1 scored, " in err
+    assert "1 ALT of a REF with N/IUPAC bases skipped" in err
+    with pysam.VariantFile(str(out)) as vf:
+        refn, snv = list(vf)
+    assert refn.info["GCX_DLL"] == (None,) and refn.info["GCX_CONSEQ"] == (".",)
+    assert list(refn.filter) == [] and snv.info["GCX_DLL"][0] is not None

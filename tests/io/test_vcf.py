@@ -79,7 +79,8 @@ def test_split_check_and_count(vcf_path, ref_path, ref_seq):
         ("chrUn", 5, "A", "C", 1, 6, False),
     ]
     assert stats.as_dict() == {"records": 7, "variants": 8, "multiallelic": 2, "symbolic": 2,
-                               "ambiguous": 0, "no_alt": 0, "ref_mismatch": 2, "unknown_contig": 1}
+                               "ambiguous": 0, "ambiguous_ref": 0, "no_alt": 0,
+                               "ref_mismatch": 2, "unknown_contig": 1}
     first, deletion, insertion = variants[0], variants[2], variants[3]
     assert (first.id, first.qual, first.filters, first.is_snv) == ("rs1", 30.0, ("PASS",), True)
     assert (deletion.end, deletion.is_snv) == (103, False)
@@ -196,3 +197,23 @@ def test_crcrlf_line_ends_are_named(tmp_path):
         list(iter_variants(path))
     assert "record 1 is malformed" in str(err.value)
     assert "carriage returns" in str(err.value) and "column(s)" not in str(err.value)
+
+
+def test_a_ref_of_n_at_a_reference_n_is_skipped_as_ambiguous(tmp_path):
+    """A REF of N matched a reference N and was scored (as if N were a base)."""
+    fasta = tmp_path / "n.fa"
+    fasta.write_text(">c\n" + "ACGT" * 10 + "NNNN" + "ACGT" * 10 + "\n")
+    vcf = tmp_path / "n.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=c,length=84>\n"
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   "c\t41\trefN\tN\tA,<DEL>\t.\t.\t.\n"    # reference N: skipped, both counted
+                   "c\t40\tTN\tTN\tT\t.\t.\t.\n"           # an N in the REF: skipped
+                   "c\t1\tnotN\tN\tC\t.\t.\t.\n"           # reference A: a REF mismatch
+                   "c\t2\tsnv\tC\tG\t.\t.\t.\n")
+    stats = VariantStats()
+    got = [(v.id, v.ref_ok) for v in iter_variants(vcf, fasta, stats=stats)]
+    assert got == [("notN", False), ("snv", True)]
+    assert (stats.ambiguous_ref, stats.symbolic, stats.ambiguous, stats.ref_mismatch) == \
+        (2, 1, 0, 1)
+    # without a reference nothing is checked, and a REF of N still has no sequence to score
+    assert [v.id for v in iter_variants(vcf)] == ["snv"]
