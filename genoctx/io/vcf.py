@@ -7,12 +7,12 @@ the only conversion); ``[pos, pos + len(ref))`` is the REF span, 0-based half-op
 
 * multi-allelic records are split into one Variant per ALT (``allele_index`` 1, 2, ...), and
   counted once in ``VariantStats.multiallelic``;
-* symbolic ALTs (``<DEL>``, ``<*>``, ``<NON_REF>``, breakends ``N[chr:1[``) and the spanning
-  deletion ``*`` are skipped and counted in ``symbolic``; an ALT with a base other than A, C,
-  G or T (``N``, IUPAC codes such as ``R``) has no one sequence to score and is skipped and
-  counted in ``ambiguous``; so is every ALT of a REF with such a base (a REF of ``N`` at a
-  reference ``N``), counted in ``ambiguous_ref``; records without ALT are counted in
-  ``no_alt``;
+* symbolic ALTs (``<DEL>``, ``<*>``, ``<NON_REF>``), breakends (mated ``N[chr:1[``, single
+  ``N.`` or ``.N``) and the spanning deletion ``*`` are skipped and counted in ``symbolic``;
+  an ALT with a base other than A, C, G or T (``N``, IUPAC codes such as ``R``) has no one
+  sequence to score and is skipped and counted in ``ambiguous``; so is every ALT of a REF
+  with such a base (a REF of ``N`` at a reference ``N``), counted in ``ambiguous_ref``;
+  records without ALT are counted in ``no_alt``;
 * with a reference FASTA, REF is compared with the reference bases, ignoring case: a mismatch
   (or a REF running off the contig) sets ``ref_ok=False`` and counts in ``ref_mismatch``; a
   contig missing from the FASTA sets ``ref_ok=False`` and counts in ``unknown_contig``. Without
@@ -83,7 +83,11 @@ class VariantStats:
 
 
 def _is_symbolic(alt: str) -> bool:
-    return alt == "*" or alt.startswith("<") or "[" in alt or "]" in alt or alt == "."
+    """Whether an ALT names no sequence to put in place of REF: a symbolic allele (``<DEL>``,
+    ``<*>``, a contig insertion ``C<ctg1>``), the spanning deletion ``*``, a mated breakend
+    (``G[chr2:100[``, ``]chr2:100]G``) or a single breakend (``G.``, ``.G``: VCF 4.3 5.4.9)."""
+    return (alt in ("*", ".") or "<" in alt or "[" in alt or "]" in alt
+            or alt.startswith(".") or alt.endswith("."))
 
 
 _ACGT = frozenset("ACGT")

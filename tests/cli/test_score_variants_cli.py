@@ -817,3 +817,22 @@ def test_a_ref_of_n_is_left_unscored_and_counted(cli, tmp_path, model_dir):
         refn, snv = list(vf)
     assert refn.info["GCX_DLL"] == (None,) and refn.info["GCX_CONSEQ"] == (".",)
     assert list(refn.filter) == [] and snv.info["GCX_DLL"][0] is not None
+
+
+def test_breakends_are_skipped_as_symbolic(cli, tmp_path, pcp1):
+    """Single breakends (G. and .G) were counted as ALTs with N/IUPAC bases."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    b = seq[100]
+    rows = [f"{contig}\t101\ts{k}\t{b}\t{a}\t.\t.\t." for k, a in enumerate(
+        [f"{b}.", f".{b}", f"{b}[{contig}:500[", f"]{contig}:500]{b}"])]
+    vcf = _plain_vcf(tmp_path / "bnd.vcf", rows + [
+        f"{contig}\t101\tsnv\t{b}\t{other(b)},{b}.\t.\t.\t."], {contig: len(seq)})
+    out = tmp_path / "bnd.out.vcf"
+    code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", "none", "-o", out])
+    assert code == 0, err
+    assert "5 records, 1 variants, 1 annotated" in err and "5 symbolic skipped" in err
+    assert "N/IUPAC" not in err
+    with pysam.VariantFile(str(out)) as vf:
+        conseq = [tuple(r.info["GCX_CONSEQ"]) for r in vf]
+    assert conseq[:4] == [(".",)] * 4 and conseq[4][0] != "." and conseq[4][1] == "."

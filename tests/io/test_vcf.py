@@ -217,3 +217,19 @@ def test_a_ref_of_n_at_a_reference_n_is_skipped_as_ambiguous(tmp_path):
         (2, 1, 0, 1)
     # without a reference nothing is checked, and a REF of N still has no sequence to score
     assert [v.id for v in iter_variants(vcf)] == ["snv"]
+
+
+def test_breakends_are_symbolic_not_ambiguous(tmp_path):
+    """A single breakend (G. or .G) was counted as an ALT with N/IUPAC bases."""
+    vcf = tmp_path / "bnd.vcf"
+    alts = ["G.", ".G", "GTC.", "G[c:5[", "]c:5]G", "G<ctg1>", "<INS>", "*"]
+    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=c,length=40>\n"
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   + "".join(f"c\t3\tb{k}\tG\t{a}\t.\t.\t.\n" for k, a in enumerate(alts))
+                   + "c\t3\tsnv\tG\tA,G.\t.\t.\t.\n")
+    fasta = tmp_path / "c.fa"
+    fasta.write_text(">c\n" + "ACGT" * 10 + "\n")
+    stats = VariantStats()
+    got = [(v.id, v.alt, v.allele_index) for v in iter_variants(vcf, fasta, stats=stats)]
+    assert got == [("snv", "A", 1)]
+    assert (stats.symbolic, stats.ambiguous, stats.ambiguous_ref) == (len(alts) + 1, 0, 0)
