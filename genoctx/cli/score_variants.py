@@ -3,9 +3,11 @@
 Every record is copied with these INFO fields added (declared in the header):
 
 - ``GCX_DLL`` (Number=A, Float): alt − ref log-likelihood of the window, mean of both strands
-  (:mod:`genoctx.heads.variant`); not with ``--model none``, which runs no model and gives the
-  two fields below alone. An indel's windows differ in length, so its score carries the
-  length change (insertions lower, deletions higher: ``benchmarks/variant_length_bias.py``);
+  (:mod:`genoctx.heads.variant`); windows lie around the bases every spelling of the change
+  covers (shared bases trimmed, an indel's repeat included), so equivalent spellings score the
+  same while the record keeps its own; not with ``--model none``, which runs no model and
+  gives the two fields below alone. An indel's windows differ in length, so its score carries
+  the length change (insertions lower, deletions higher: ``benchmarks/variant_length_bias.py``);
   compare it with variants of the same length change;
 - ``GCX_CLASS`` (Number=1, String): annotation class at POS, from ``--annotation``, else from the
   genes the decoder predicts (below; so the class and the consequence agree), with the RNA
@@ -146,8 +148,8 @@ def _header_lines(context: int, ann: _Annotator, provenance: str, supervised: bo
     class_source, conseq_source = _escape(ann.class_source), _escape(ann.conseq_source)
     lines = [
         ('##INFO=<ID=GCX_DLL,Number=A,Type=Float,Description="genoctx: log-likelihood of the '
-         f'alt window minus the ref window (up to {context} bases around REF), mean of both '
-         'strands">')] if scored else []
+         f'alt window minus the ref window (up to {context} bases around the bases that '
+         'every spelling of the change covers), mean of both strands">')] if scored else []
     lines += [
         ('##INFO=<ID=GCX_CLASS,Number=1,Type=String,Description="genoctx: annotation class at '
          f'POS, from {class_source}">'),
@@ -232,10 +234,12 @@ def _record_fields(rec, alleles: dict, fa, ann: _Annotator, supervised, context:
 
 
 def _supervised_score(head, fa, variant, context: int) -> float:
-    from genoctx.heads.variant import variant_windows
+    """The head's score of ``variant`` in its normalised spelling, with GCX_DLL's windows (the
+    same for every spelling of the change)."""
+    from genoctx.heads.variant import change_span, normalize, variant_windows
 
-    ref_ids, alt_ids = variant_windows(fa, variant, context)
-    return float(head(variant, ref_ids, alt_ids))
+    ref_ids, alt_ids = variant_windows(fa, change_span(fa, variant), context)
+    return float(head(normalize(fa, variant), ref_ids, alt_ids))
 
 
 # ----------------------------------------------------------------------------- passes

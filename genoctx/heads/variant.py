@@ -11,6 +11,15 @@ moved inside the contig near its ends. The alt window is the ref window with REF
 ALT: an indel changes the window length, and is scored through the likelihood of the whole
 window.
 
+Equivalent spellings of one change score the same: ``AT>A`` and ``ATG>AG``, ``GA>AA`` and
+``G>A``, a deletion written anywhere in the homopolymer it shortens. The windows are placed
+around the stretch of reference that every spelling of the change covers
+(:func:`change_span`): the bases both alleles share at the start and the end are trimmed, and
+an indel's stretch is widened over the repeat it can slide in (left and right, with the
+reference), so the equal flanks keep the strand symmetry above for indels too. The variants
+yielded keep their own spelling; :func:`normalize` gives the one spelling ``bcftools norm -f``
+and ``vt normalize`` write (trimmed, one base kept, left-aligned).
+
 Speed: variants sharing a REF allele (the three SNVs of a site) share the ref window. With a
 causal model every position before the first changed base has the same log-likelihood in the
 ref and the alt windows, so those terms cancel and the model runs the shared, block-aligned
@@ -83,6 +92,114 @@ def variant_windows(fasta, variant: Variant, context: int = DEFAULT_CONTEXT
     alt_ids = np.concatenate([ref_ids[:variant.pos - ws], nt.encode(variant.alt),
                               ref_ids[variant.end - ws:]])
     return ref_ids, alt_ids
+
+
+class _Bases:
+    """Upper-case reference bases of one contig by 0-based index, read ``block`` at a time."""
+
+    def __init__(self, fasta, contig: str, block: int = 256):
+        self.fasta, self.contig, self.block = fasta, contig, block
+        self.length = fasta.lengths[contig]
+        self._blocks: dict[int, str] = {}
+
+    def __getitem__(self, i: int) -> str:
+        k = i // self.block
+        text = self._blocks.get(k)
+        if text is None:
+            start = k * self.block
+            text = self.fasta.fetch(self.contig, start, min(self.length, start + self.block))
+            text = self._blocks[k] = text.decode("ascii", "replace").upper()
+        return text[i - k * self.block]
+
+
+def _trim(pos: int, ref: str, alt: str) -> tuple[int, str, str]:
+    """The bases both alleles end with, then those they start with, dropped (none kept)."""
+    m = 0
+    while m < min(len(ref), len(alt)) and ref[-1 - m] == alt[-1 - m]:
+        m += 1
+    ref, alt = ref[:len(ref) - m], alt[:len(alt) - m]
+    n = 0
+    while n < min(len(ref), len(alt)) and ref[n] == alt[n]:
+        n += 1
+    return pos + n, ref[n:], alt[n:]
+
+
+def change_span(fasta, variant: Variant) -> Variant:
+    """The stretch of reference that every spelling of ``variant``'s change covers, as a
+    Variant: ``ref`` the stretch's bases, ``alt`` what it becomes, the other fields as given.
+
+    The bases both alleles share at the end and at the start are dropped, none kept: an SNV or
+    MNV is its changed bases; a substitution of unequal lengths (``AT>GCC``) its minimal
+    alleles. An insertion or deletion can slide along the repeat it lies in (deleting any one
+    T of ``TTTTT`` gives the same sequence): its stretch runs from the leftmost placement to the
+    end of the rightmost, so ``ref`` may be empty (an insertion that cannot slide: ``alt`` goes
+    in before ``pos``). Every equivalent spelling, on either strand, gives the same stretch.
+    REF must be the reference's bases (``ref_ok``); a variant whose REF equals ALT, or that is
+    its own stretch, is returned as it is.
+    """
+    pos, ref, alt = _trim(variant.pos, variant.ref.upper(), variant.alt.upper())
+    if (ref and alt) or ref == alt:  # a substitution (one placement), or no change
+        if (pos, ref, alt) == (variant.pos, variant.ref, variant.alt) or ref == alt:
+            return variant
+        return dataclasses.replace(variant, pos=pos, ref=ref, alt=alt)
+    seq = _Bases(fasta, variant.contig)
+    if ref:  # a deletion of len(ref) bases: [pos, pos + k) may move while the ends agree
+        k = len(ref)
+        while pos > 0 and seq[pos - 1] == seq[pos + k - 1]:
+            pos -= 1
+        end = pos + k
+        while end < seq.length and seq[end] == seq[end - k]:
+            end += 1
+        span = "".join(seq[i] for i in range(pos, end))
+        return dataclasses.replace(variant, pos=pos, ref=span, alt=span[k:])
+    while pos > 0 and seq[pos - 1] == alt[-1]:  # an insertion before pos, rotated as it moves
+        pos, alt = pos - 1, alt[-1] + alt[:-1]
+    end, moved = pos, alt
+    while end < seq.length and seq[end] == moved[0]:
+        end, moved = end + 1, moved[1:] + moved[0]
+    span = "".join(seq[i] for i in range(pos, end))
+    return dataclasses.replace(variant, pos=pos, ref=span, alt=alt + span)
+
+
+def normalize(fasta, variant: Variant, *, look_back: int = 64) -> Variant:
+    """``variant`` in its shortest, left-aligned spelling (``bcftools norm -f``, ``vt
+    normalize``; Tan et al. 2015).
+
+    The bases both alleles end with are trimmed; where that would empty an allele (an indel),
+    both are first extended one base to the left with the reference's base, so the indel
+    moves left through a repeat until the bases differ or the contig starts. Then the bases
+    both alleles start with are trimmed, at least one base kept in each. REF must be the
+    reference's bases (``ref_ok``); the alleles come back upper-case. A variant whose REF and
+    ALT are equal is returned as it is.
+
+    Args:
+        fasta: the reference (:class:`~genoctx.io.fasta.FastaFile`).
+        variant: a :class:`~genoctx.io.vcf.Variant` (0-based ``pos``).
+        look_back: reference bases read at a time while moving left.
+
+    Returns:
+        A :class:`~genoctx.io.vcf.Variant` with ``pos``, ``ref`` and ``alt`` normalised, the
+        other fields as given; ``variant`` itself when nothing changes.
+    """
+    pos, ref, alt = variant.pos, variant.ref.upper(), variant.alt.upper()
+    if ref == alt:
+        return variant
+    seq = None
+    while ref[-1] == alt[-1]:
+        if min(len(ref), len(alt)) == 1:  # trimming empties an allele: extend left first
+            if pos == 0:
+                break
+            seq = seq or _Bases(fasta, variant.contig, look_back)
+            pos -= 1
+            ref, alt = seq[pos] + ref, seq[pos] + alt
+        ref, alt = ref[:-1], alt[:-1]
+    n = 0
+    while n < min(len(ref), len(alt)) - 1 and ref[n] == alt[n]:
+        n += 1
+    pos, ref, alt = pos + n, ref[n:], alt[n:]
+    if (pos, ref, alt) == (variant.pos, variant.ref, variant.alt):
+        return variant
+    return dataclasses.replace(variant, pos=pos, ref=ref, alt=alt)
 
 
 # ----------------------------------------------------------------------------- scoring engine
@@ -237,7 +354,8 @@ def _score_chunk(model, fasta, chunk: list[Variant], context: int, batch_size: i
     for i, v in enumerate(chunk):
         if not v.ref_ok:
             continue
-        key = (v.contig, v.pos, v.ref.upper())
+        v = change_span(fasta, v)  # equivalent spellings: the same windows
+        key = (v.contig, v.pos, v.ref)
         ref_ids, alt_ids = variant_windows(fasta, v, context)
         sites.setdefault(key, _Site(ref_ids, [])).members.append((i, alt_ids))
     jobs = []
@@ -273,6 +391,9 @@ def score_variants(model, fasta, variants: Iterable[Variant], *, context: int = 
                    progress: Callable[[int], None] | None = None, share_prefix: bool = True,
                    workers: int | None = None) -> Iterator[tuple[Variant, float | None]]:
     """Stream ``(variant, GCX_DLL)`` in input order; None for variants with ``ref_ok`` False.
+
+    Each variant's windows lie around its :func:`change_span`, so equivalent spellings score
+    the same; the variants are yielded as given.
 
     Args:
         model: a causal :class:`~genoctx.model.model.GenoCtxModel`.

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from genoctx.heads.consequence import SEVERITY, GeneModel
-from genoctx.heads.variant import delta_log_likelihood, variant_windows
+from genoctx.heads.variant import change_span, delta_log_likelihood, variant_windows
 from genoctx.io.annotation import read_features, read_sequences_genbank
 from genoctx.io.fasta import FastaFile
 from genoctx.io.vcf import iter_variants
@@ -91,7 +91,8 @@ def test_scores_round_trip_through_pysam(cli, tmp_path, human_vcf, human_ref, mo
                 if v is None or not v.ref_ok:
                     assert value is None
                     continue
-                want = delta_log_likelihood(model, *variant_windows(fa, v, int(CONTEXT)))
+                span = change_span(fa, v)  # the windows of every spelling of the change
+                want = delta_log_likelihood(model, *variant_windows(fa, span, int(CONTEXT)))
                 assert value == pytest.approx(want, abs=2e-3)
                 assert rec.info["GCX_CONSEQ"][k - 1] in SEVERITY
     assert list(records[3].filter) == ["GCX_REF_MISMATCH"]
@@ -836,3 +837,33 @@ def test_breakends_are_skipped_as_symbolic(cli, tmp_path, pcp1):
     with pysam.VariantFile(str(out)) as vf:
         conseq = [tuple(r.info["GCX_CONSEQ"]) for r in vf]
     assert conseq[:4] == [(".",)] * 4 and conseq[4][0] != "." and conseq[4][1] == "."
+
+
+def test_equivalent_spellings_get_one_score_and_keep_their_own_text(cli, tmp_path, pcp1,
+                                                                    model_dir):
+    """REF=AT ALT=A and REF=ATG ALT=AG (or a deletion written anywhere in its homopolymer, or
+    a padded SNV) scored differently; each record is still written as given."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode().upper()
+    run = seq.find("TTTT", 2000)
+    dels = [(run - 1, seq[run - 1:run + 1], seq[run - 1]),
+            (run - 1, seq[run - 1:run + 3], seq[run - 1] + seq[run + 1:run + 3])]
+    dels += [(p, "TT", "T") for p in range(run, run + 3)]
+    snv, b = 3000, other(seq[3000])
+    snvs = [(snv, seq[snv], b), (snv, seq[snv:snv + 2], b + seq[snv + 1]),
+            (snv - 1, seq[snv - 1:snv + 1], seq[snv - 1] + b)]
+    rows = [f"{contig}\t{p + 1}\tv{k}\t{r}\t{a}\t.\t.\t." for k, (p, r, a) in
+            enumerate(sorted(dels) + snvs)]
+    vcf = _plain_vcf(tmp_path / "eq.vcf", rows, {contig: len(seq)})
+    out = tmp_path / "eq.out.vcf.gz"
+    code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", model_dir, "--context",
+                        "64", "-o", out, "-q"])
+    assert code == 0, err
+    with pysam.VariantFile(str(out)) as vf:
+        records = list(vf)
+    assert [f"{r.chrom}\t{r.pos}\t{r.id}\t{r.ref}\t{r.alts[0]}\t.\t.\t." for r in records] == \
+        rows  # the input's own spelling
+    scores = [r.info["GCX_DLL"][0] for r in records]
+    assert scores[:5] == pytest.approx([scores[0]] * 5, abs=1.5e-4)  # 4 decimals written
+    assert scores[5:] == pytest.approx([scores[5]] * 3, abs=1.5e-4)
+    assert scores[0] != pytest.approx(scores[5], abs=1e-3)

@@ -9,8 +9,10 @@ import torch
 from genoctx.errors import InputError
 from genoctx.heads.variant import (
     _prefix_length,
+    change_span,
     delta_log_likelihood,
     job_sums,
+    normalize,
     score_variants,
     variant_windows,
     window_span,
@@ -127,8 +129,8 @@ def test_score_variants_streams_in_order_with_none_for_bad_ref(model, fasta):
     assert [v for v, _ in out] == variants and sum(done) == len(variants)
     assert out[2][1] is None
     for v, score in (out[0], out[1], out[3]):
-        assert score == pytest.approx(direct(model, *variant_windows(fasta, v, CONTEXT)),
-                                      abs=2e-3)
+        windows = variant_windows(fasta, change_span(fasta, v), CONTEXT)
+        assert score == pytest.approx(direct(model, *windows), abs=2e-3)
 
 
 def test_strand_symmetry(model, fasta, tmp_path):
@@ -157,3 +159,75 @@ def test_bidirectional_model_is_refused(fasta):
     contig = fasta.contigs[0]
     with pytest.raises(InputError, match="causal"):
         list(score_variants(bidir, fasta, [var(contig, 10, "A", "C")]))
+
+
+def test_normalize_trims_and_left_aligns(tmp_path):
+    """The spelling bcftools norm -f and vt normalize write: shared suffix, then shared prefix
+    trimmed (one base kept), indels moved left through their repeat."""
+    path = tmp_path / "r.fa"
+    path.write_text(">c\nGCATTTTTGACACACAGTCAAAGGTCAA\n")
+    with FastaFile(path) as fa:
+        def norm(pos, ref, alt, **kw):
+            v = normalize(fa, var("c", pos, ref, alt), **kw)
+            return v.pos, v.ref, v.alt
+
+        assert norm(6, "TTG", "TG") == norm(2, "AT", "A") == (2, "AT", "A")
+        for pos in range(3, 7):  # one T of TTTTT deleted, written anywhere in it
+            assert norm(pos, "TT", "T") == (2, "AT", "A")
+            assert norm(pos, "TT", "T", look_back=2) == (2, "AT", "A")  # read in pieces
+        assert norm(3, "T", "TT") == (2, "A", "AT")
+        assert norm(14, "CA", "CACA") == (8, "G", "GAC")  # a repeat unit of two
+        assert norm(5, "TT", "CT") == (5, "T", "C") == norm(4, "TT", "TC")  # padded SNVs
+        assert norm(2, "ATTT", "AGCT") == (3, "TT", "GC")  # an MNV: the first base dropped
+        assert norm(1, "CAT", "CGG") == (2, "AT", "GG")
+        assert norm(20, "A", "A") == (20, "A", "A")  # no change: left as written
+        assert norm(0, "G", "GG") == (0, "G", "GG")  # nothing to the left to move to
+        v = var("c", 2, "AT", "A")
+        assert normalize(fa, v) is v
+
+
+def test_change_span_is_one_for_every_spelling_and_strand(tmp_path):
+    """Every spelling of one change, on either strand, covers the same stretch."""
+    seq = "GCATTTTTGACACACAGTCAAAGGTCAA"
+    rc = nt.decode(nt.reverse_complement(nt.encode(seq)))
+    (tmp_path / "f.fa").write_text(f">c\n{seq}\n")
+    (tmp_path / "r.fa").write_text(f">c\n{rc}\n")
+    n = len(seq)
+    with FastaFile(tmp_path / "f.fa") as fa, FastaFile(tmp_path / "r.fa") as ra:
+        def span(f, pos, ref, alt):
+            v = change_span(f, var("c", pos, ref, alt))
+            return v.pos, v.ref, v.alt
+
+        for pos in range(3, 8):  # TTTTT at 3..7 loses one T
+            assert span(fa, pos, "T", "") == span(fa, pos - 1, seq[pos - 1] + "T",
+                                                  seq[pos - 1]) == (3, "TTTTT", "TTTT")
+            assert span(ra, n - pos - 1, "A", "") == (n - 8, "AAAAA", "AAAA")  # its mirror
+        assert span(fa, 6, "TTG", "TG") == (3, "TTTTT", "TTTT")
+        assert span(fa, 7, "T", "TT") == (3, "TTTTT", "TTTTTT")
+        assert span(fa, 0, "G", "GT") == (1, "", "T")  # an insertion that cannot slide
+        assert span(fa, 9, "ACA", "A") == (9, "ACACACA", "ACACA")  # CA in ACACACA
+        assert span(fa, 5, "TT", "CT") == span(fa, 5, "T", "C") == (5, "T", "C")
+        assert span(fa, 2, "AT", "GCC") == (2, "AT", "GCC")  # one placement only
+
+
+def test_equivalent_spellings_score_the_same(model, fasta):
+    """AT>A and ATG>AG, or a deletion written anywhere in its homopolymer, scored
+    differently (windows around each spelling's own REF); the variants come back as given."""
+    contig = fasta.contigs[0]
+    seq = fasta.fetch(contig).decode().upper()
+    run = seq.find("TTTT", 3000)  # a homopolymer, its base before it at run - 1
+    spellings = [var(contig, run - 1, seq[run - 1:run + 1], seq[run - 1], index=0)]
+    spellings += [var(contig, p, "TT", "T", index=k) for k, p in enumerate(range(run, run + 3), 1)]
+    spellings.append(var(contig, run - 1, seq[run - 1:run + 6], seq[run - 1] + seq[run + 1:run + 6],
+                         index=4))  # shared bases at the end too
+    snv = 5000
+    b = "A" if seq[snv] != "A" else "C"
+    spellings += [var(contig, snv, seq[snv], b, index=5),
+                  var(contig, snv, seq[snv:snv + 2], b + seq[snv + 1], index=6),
+                  var(contig, snv - 1, seq[snv - 1:snv + 1], seq[snv - 1] + b, index=7)]
+    out = list(score_variants(model, fasta, spellings, context=CONTEXT, batch_size=4))
+    assert [v for v, _ in out] == spellings
+    scores = [s for _, s in out]
+    assert scores[:5] == pytest.approx([scores[0]] * 5, abs=1e-4)
+    assert scores[5:] == pytest.approx([scores[5]] * 3, abs=1e-4)
+    assert scores[0] != pytest.approx(scores[5], abs=1e-4)
