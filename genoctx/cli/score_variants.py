@@ -59,6 +59,8 @@ FILTER_UNKNOWN = "GCX_UNKNOWN_CONTIG"
 _OUR_KEYS = ("GCX_DLL", "GCX_CLASS", "GCX_CONSEQ", "GCX_SCORE")
 HINT_MAX_BYTES = 64 << 20  # references up to this size are scanned for circular headers
 TBI_MAX_END = 1 << 29  # a .tbi index holds records ending at most here; past it, a .csi
+MISMATCH_WARN = 0.10  # warn when REF differs from the reference in more of the records,
+MISMATCH_WARN_MIN = 3  # and in at least this many (one odd record is no wrong genome build)
 
 
 @dataclass
@@ -342,17 +344,20 @@ def _records(vcf: Path) -> Iterator:
 
 def _survey(vcf: Path, fa, collector, declared: Collection[str] = (),
             counts: dict[str, int] | None = None) -> int:
-    """First pass: count the variants, check the contigs, collect gene-prediction targets.
+    """First pass: count the variants, check the contigs and REF, collect gene-prediction
+    targets.
 
     A VCF none of whose records is on a contig of the reference is refused (the wrong FASTA, or
     chr prefixes), unless its header declares a contig the reference has: then it is a part of
     a VCF that fits it (a Snakemake chunk holding only, say, chrM records), and those records
     are filtered ``GCX_UNKNOWN_CONTIG`` as in the whole file. ``counts`` (given) gets the
-    variants per contig."""
-    from genoctx.io.vcf import iter_variants
+    variants per contig. Where REF differs from the reference in many records
+    (:func:`_warn_mismatches`), a warning asks whether the genome build is the wrong one,
+    before the scoring starts."""
+    from genoctx.io.vcf import VariantStats, iter_variants
 
-    n, contigs = 0, set()
-    for v in iter_variants(vcf):
+    n, contigs, stats = 0, set(), VariantStats()
+    for v in iter_variants(vcf, fa, stats=stats):
         n += 1
         contigs.add(v.contig)
         if counts is not None:
@@ -363,7 +368,21 @@ def _survey(vcf: Path, fa, collector, declared: Collection[str] = (),
         raise InputError(f"none of the VCF's contigs ({', '.join(sorted(contigs)[:5])}) is in "
                          f"the reference ({', '.join(fa.contigs[:5])}); give the FASTA the "
                          "variants were called on (check chr prefixes)")
+    _warn_mismatches(stats)
     return n
+
+
+def _warn_mismatches(stats) -> None:
+    """Warn (on stderr, even with --quiet) when REF differs from the reference in more than
+    :data:`MISMATCH_WARN` of the records checked (those with an ALT, on a reference contig),
+    and in at least :data:`MISMATCH_WARN_MIN` of them."""
+    checked = stats.records - stats.no_alt - stats.unknown_contig
+    if stats.ref_mismatch >= MISMATCH_WARN_MIN and stats.ref_mismatch > MISMATCH_WARN * checked:
+        print(f"genoctx: warning: REF differs from the reference in {stats.ref_mismatch:,} of "
+              f"{checked:,} records ({stats.ref_mismatch / checked:.0%}): were the variants "
+              "called on another genome build? Those records are filtered "
+              f"{FILTER_MISMATCH} and not scored; give the FASTA they were called on",
+              file=sys.stderr)
 
 
 def _warn_lengths(declared: dict[str, int | None], lengths: dict[str, int]) -> None:
@@ -470,6 +489,9 @@ def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_siz
                              f" is in the reference ({', '.join(fa.contigs[:5])}); the annotation "
                              "must be on the reference's sequences")
         stated = _check_annotation_lengths(annotation, fa)
+        if not features and not stated:
+            raise InputError(f"--annotation {annotation} holds no features and names no "
+                             f"sequence (a header alone?): {_ANNOTATION_HINT}")
         genes = GeneModel.from_features(features, fa, table)
         source = f"the annotation {annotation.name}"
         return _Annotator(genes.klass, genes.consequence, source, source,
@@ -541,8 +563,11 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
                          "name (bcftools view -Ob converts)")
     _check_table(translation_table, annotation)
     _check_circular(circular, annotation)
+    _check_annotation_file(annotation)
     with contextlib.ExitStack() as stack:
         stack.enter_context(bytes_kept())  # Latin-1 in the header or INFO: written back as read
+        # the output is opened first: one that cannot be written fails before any work
+        sink, compressed = stack.enter_context(_output(out))
         vcf = stack.enter_context(_rereadable(vcf))
         with _records(vcf) as vf:  # missing / not VCF / unreadable header: fail before work
             declared = {c: vf.header.contigs[c].length for c in vf.header.contigs}
@@ -574,7 +599,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
                       + (f"Model=sha256:{sha[:16]},Context={context}," if scored else "Model=none,")
                       + f"Reference={_header_value(reference_name or Path(reference).name)}")
         stats, summary, layout = VariantStats(), Summary(model=scored), _Layout()
-        with _output(out) as (sink, compressed), _records(vcf) as vf:
+        with _records(vcf) as vf:
             sink.write(_output_header(str(vf.header), _header_lines(
                 context, ann, provenance, supervised is not None, scored)))
             summary.scored = _write_records(vf, sink, vcf, fa, backbone, ann, stats, total,
@@ -604,6 +629,30 @@ def _check_table(table: int, annotation: Path | None) -> None:
         check_options("auto", table)
     else:
         check_table(table)
+
+
+_ANNOTATION_HINT = ("give the GFF3, GTF or GenBank file of the reference's genes, or leave out "
+                    "--annotation to have genes predicted on the reference")
+
+
+def _check_annotation_file(annotation: Path | None) -> None:
+    """Refuse, before any work, an --annotation that cannot hold genes: missing, a folder, a
+    device or pipe (``/dev/null`` reads as nothing; the file is read more than once), or an
+    empty file."""
+    if annotation is None:
+        return
+    path = Path(annotation)
+    if not path.exists():
+        why = "does not exist"
+    elif path.is_dir():
+        why = "is a folder"
+    elif not path.is_file():
+        why = "is a device or a pipe, not a file"
+    elif path.stat().st_size == 0:
+        why = "is empty"
+    else:
+        return
+    raise InputError(f"--annotation {annotation} {why}: {_ANNOTATION_HINT}")
 
 
 def _check_circular(circular, annotation: Path | None) -> None:

@@ -867,3 +867,65 @@ def test_equivalent_spellings_get_one_score_and_keep_their_own_text(cli, tmp_pat
     assert scores[:5] == pytest.approx([scores[0]] * 5, abs=1.5e-4)  # 4 decimals written
     assert scores[5:] == pytest.approx([scores[5]] * 3, abs=1.5e-4)
     assert scores[0] != pytest.approx(scores[5], abs=1e-3)
+
+
+@pytest.mark.parametrize("given, why", [("/dev/null", "is a device or a pipe, not a file"),
+                                        ("empty.gff3", "is empty"),
+                                        ("header.gff3", "holds no features and names no")])
+def test_an_annotation_without_genes_is_refused_clearly(cli, tmp_path, pcp1, given, why):
+    """-a /dev/null said 'annotation file /dev/null does not exist'; a header-only GFF3 gave
+    every variant GCX_CONSEQ=noncoding."""
+    (tmp_path / "empty.gff3").write_text("")
+    (tmp_path / "header.gff3").write_text("##gff-version 3\n")
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    row = f"{contig}\t101\t.\t{seq[100]}\t{other(seq[100])}\t.\t.\t."
+    vcf = _plain_vcf(tmp_path / "a.vcf", [row])
+    annotation = given if given.startswith("/") else tmp_path / given
+    out = tmp_path / "a.out.vcf"
+    code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", "none", "-a", annotation,
+                        "-o", out, "-q"])
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"--annotation {annotation} {why}" in err and "leave out --annotation" in err
+    assert "does not exist" not in err and not out.exists()
+
+
+def test_many_ref_mismatches_are_warned_even_when_quiet(cli, tmp_path, pcp1):
+    """More than 10% of the records (and 3 or more) with a REF unlike the reference: the
+    wrong genome build, most likely."""
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    good = [f"{contig}\t{p + 1}\t.\t{seq[p]}\t{other(seq[p])}\t.\t.\t." for p in range(100, 118)]
+    bad = [f"{contig}\t{p + 1}\t.\t{other(seq[p])}\t{other(seq[p], 1)}\t.\t.\t."
+           for p in range(200, 203)]
+    for rows, warned in ((good + bad[:2], False), (good[:16] + bad[:2], False),  # 2 / 20, 2 / 18
+                         (good + bad, True)):  # 3 / 21
+        vcf = _plain_vcf(tmp_path / "m.vcf", rows)
+        code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", "none", "-q",
+                            "-o", tmp_path / "m.out.vcf"])
+        assert code == 0, err
+        assert ("REF differs from the reference in 3 of 21 records (14%): were the variants "
+                "called on another genome build?" in err) == warned
+        assert ("warning" in err) == warned
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(cli, tmp_path, pcp1,
+                                                                     monkeypatch):
+    """An -o in a folder that cannot be made was found only after the model, the survey and
+    the gene prediction had run."""
+    import genoctx.cli.score_variants as sv
+
+    def never(*args, **kwargs):
+        raise AssertionError("work started before the output was checked")
+
+    monkeypatch.setattr(sv, "_load_model", never)
+    monkeypatch.setattr(sv, "_survey", never)
+    (tmp_path / "afile").write_text("a file, not a folder")
+    contig = FastaFile(pcp1).contigs[0]
+    seq = FastaFile(pcp1).fetch(contig).decode()
+    row = f"{contig}\t101\t.\t{seq[100]}\t{other(seq[100])}\t.\t.\t."
+    vcf = _plain_vcf(tmp_path / "o.vcf", [row])
+    for name in ("afile/out.vcf", "afile/out.vcf.gz"):
+        code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", "none", "-q",
+                            "-o", tmp_path / name])
+        assert code == 2 and "cannot write" in err and "afile is a file, not a folder" in err
