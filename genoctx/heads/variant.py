@@ -124,7 +124,7 @@ def _trim(pos: int, ref: str, alt: str) -> tuple[int, str, str]:
     return pos + n, ref[n:], alt[n:]
 
 
-def change_span(fasta, variant: Variant) -> Variant:
+def change_span(fasta, variant: Variant, max_slide: int = 256) -> Variant:
     """The stretch of reference that every spelling of ``variant``'s change covers, as a
     Variant: ``ref`` the stretch's bases, ``alt`` what it becomes, the other fields as given.
 
@@ -135,7 +135,9 @@ def change_span(fasta, variant: Variant) -> Variant:
     end of the rightmost, so ``ref`` may be empty (an insertion that cannot slide: ``alt`` goes
     in before ``pos``). Every equivalent spelling, on either strand, gives the same stretch.
     REF must be the reference's bases (``ref_ok``); a variant whose REF equals ALT, or that is
-    its own stretch, is returned as it is.
+    its own stretch, is returned as it is. The stretch is widened at most ``max_slide`` bases
+    each way, so an indel in a long tandem array (a satellite) keeps a window of bounded size
+    (spellings further apart than that along one array may then score apart).
     """
     pos, ref, alt = _trim(variant.pos, variant.ref.upper(), variant.alt.upper())
     if (ref and alt) or ref == alt:  # a substitution (one placement), or no change
@@ -143,19 +145,20 @@ def change_span(fasta, variant: Variant) -> Variant:
             return variant
         return dataclasses.replace(variant, pos=pos, ref=ref, alt=alt)
     seq = _Bases(fasta, variant.contig)
+    lo, hi = max(0, pos - max_slide), min(seq.length, pos + len(ref) + max_slide)
     if ref:  # a deletion of len(ref) bases: [pos, pos + k) may move while the ends agree
         k = len(ref)
-        while pos > 0 and seq[pos - 1] == seq[pos + k - 1]:
+        while pos > lo and seq[pos - 1] == seq[pos + k - 1]:
             pos -= 1
         end = pos + k
-        while end < seq.length and seq[end] == seq[end - k]:
+        while end < hi and seq[end] == seq[end - k]:
             end += 1
         span = "".join(seq[i] for i in range(pos, end))
         return dataclasses.replace(variant, pos=pos, ref=span, alt=span[k:])
-    while pos > 0 and seq[pos - 1] == alt[-1]:  # an insertion before pos, rotated as it moves
+    while pos > lo and seq[pos - 1] == alt[-1]:  # an insertion before pos, rotated as it moves
         pos, alt = pos - 1, alt[-1] + alt[:-1]
     end, moved = pos, alt
-    while end < seq.length and seq[end] == moved[0]:
+    while end < hi and seq[end] == moved[0]:
         end, moved = end + 1, moved[1:] + moved[0]
     span = "".join(seq[i] for i in range(pos, end))
     return dataclasses.replace(variant, pos=pos, ref=span, alt=alt + span)

@@ -210,6 +210,18 @@ def test_change_span_is_one_for_every_spelling_and_strand(tmp_path):
         assert span(fa, 2, "AT", "GCC") == (2, "AT", "GCC")  # one placement only
 
 
+def test_change_span_slides_a_bounded_distance(tmp_path):
+    """In a long tandem array (a satellite of 5,000 bases here) the stretch grows at most
+    max_slide bases each way, so the windows stay of the context's size."""
+    (tmp_path / "s.fa").write_text(">c\nG" + "AC" * 2500 + "G\n")
+    with FastaFile(tmp_path / "s.fa") as fa:
+        v = change_span(fa, var("c", 2001, "AC", ""), max_slide=256)
+        assert (v.pos, len(v.ref), v.alt) == (2001 - 256, 256 + 2 + 256, v.ref[2:])
+        assert change_span(fa, var("c", 2001, "", "AC")).pos == 2001 - 256
+        whole = change_span(fa, var("c", 1, "AC", ""), max_slide=10_000)
+        assert (whole.pos, len(whole.ref)) == (1, 5000)
+
+
 def test_equivalent_spellings_score_the_same(model, fasta):
     """AT>A and ATG>AG, or a deletion written anywhere in its homopolymer, scored
     differently (windows around each spelling's own REF); the variants come back as given."""
