@@ -8,6 +8,7 @@ tests are marked ``slow`` (CI runs them).
 from __future__ import annotations
 
 import csv
+import gzip
 import importlib.util
 import json
 import math
@@ -176,6 +177,24 @@ def test_split_vcf_chunks_in_order_and_concat_restores_them(tmp_path):
     assert concat(parts, out) == 12
     with pysam.VariantFile(str(out)) as vf:
         assert [(r.chrom, r.pos) for r in vf.fetch("c2")] == [("c2", 10 + i) for i in range(7, 12)]
+
+
+def test_split_and_concat_keep_latin1_bytes(tmp_path):
+    """A VCF with Latin-1 bytes (not UTF-8) in its header and INFO, which score-variants keeps
+    byte for byte, goes through the workflow's split and concat unchanged."""
+    split, concat = _script("split_vcf").split, _script("concat_vcf").concat
+    head = VCF_HEAD.replace("#CHROM", '##source=M\xfcller\n##INFO=<ID=N,Number=1,Type=String,'
+                            'Description="n">\n#CHROM', 1).encode("latin-1")
+    rows = [f"c1\t{10 + i}\t.\tA\tG\t.\t.\tN=Stra\xdfe{i}\n".encode("latin-1")
+            for i in range(3)]
+    vcf = tmp_path / "in.vcf"
+    vcf.write_bytes(head + b"".join(rows))
+    parts = split(vcf, tmp_path / "chunks", 2)
+    out = tmp_path / "out.vcf.gz"
+    assert concat(parts, out) == 3
+    with gzip.open(out, "rb") as fh:
+        text = fh.read()
+    assert b"M\xfcller" in text and text.endswith(b"".join(rows))
 
 
 def test_split_vcf_keeps_each_record_as_written(tmp_path):

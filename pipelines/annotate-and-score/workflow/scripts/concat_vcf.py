@@ -20,10 +20,12 @@ def concat(parts: list[str | Path], out: str | Path) -> int:
     if not parts:
         raise ValueError("no scored chunks to concatenate")
     n = 0
+    # bytes that are not UTF-8 (Latin-1 in an input's header, kept by score-variants) pass
+    # through unchanged
     with atomic_path(Path(out)) as tmp, pysam.BGZFile(str(tmp), "wb") as raw, \
-            io.TextIOWrapper(raw, "utf-8") as fh:
+            io.TextIOWrapper(raw, "utf-8", errors="surrogateescape") as fh:
         for i, part in enumerate(parts):
-            with open(part) as src:
+            with open(part, encoding="utf-8", errors="surrogateescape") as src:
                 for line in src:
                     if line.startswith("#"):
                         if i == 0:

@@ -65,6 +65,7 @@ def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
     when the VCF has no records)."""
     import pysam
 
+    from genoctx.io.hts import bytes_kept
     from genoctx.io.vcf import data_lines
 
     if records < 1:
@@ -75,17 +76,18 @@ def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
     n = 0
     old = pysam.set_verbosity(0)
     try:
-        with readable(vcf) as path, pysam.VariantFile(str(path)) as vf, \
+        # bytes_kept: Latin-1 (non-UTF-8) bytes pass through as they are, as in score-variants
+        with bytes_kept(), readable(vcf) as path, pysam.VariantFile(str(path)) as vf, \
                 data_lines(path) as raw:
             header = str(vf.header)
             lines = sorted_lines(vf, vcf, raw)
             while batch := list(islice(lines, records)):
                 paths.append(folder / f"{len(paths):04d}.vcf")
-                paths[-1].write_text(header + "".join(batch))
+                paths[-1].write_text(header + "".join(batch), errors="surrogateescape")
                 n += len(batch)
             if not paths:
                 paths.append(folder / "0000.vcf")
-                paths[0].write_text(header)
+                paths[0].write_text(header, errors="surrogateescape")
     finally:
         pysam.set_verbosity(old)
     print(f"{n} records -> {len(paths)} chunks", file=sys.stderr)
