@@ -39,7 +39,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -92,31 +92,6 @@ class Summary:
                    if self.ambiguous_ref else "")
                 + (f", {self.unannotated} on contigs without annotation" if self.unannotated
                    else ""))
-
-
-@dataclass
-class _Layout:
-    """Where the records lie, gathered as they are written: whether a bgzipped output can be
-    indexed (records of a contig together, each POS at least the one before, as htslib
-    requires) and with which index (``.csi`` where a record ends past :data:`TBI_MAX_END`)."""
-
-    sorted: bool = True
-    max_end: int = 0  # 0-based exclusive end of the furthest record (INFO/END counted)
-    _contig: str | None = None
-    _start: int = -1
-    _done: set[str] = field(default_factory=set)
-
-    def add(self, contig: str, start: int, end: int) -> None:
-        if contig != self._contig:
-            if contig in self._done:  # a contig met again after another one
-                self.sorted = False
-            if self._contig is not None:
-                self._done.add(self._contig)
-            self._contig, self._start = contig, -1
-        if start < self._start:
-            self.sorted = False
-        self._start = start
-        self.max_end = max(self.max_end, end)
 
 
 @dataclass
@@ -544,7 +519,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
     from genoctx.heads.consequence import TargetCollector
     from genoctx.io.fasta import FastaFile
     from genoctx.io.hts import bytes_kept
-    from genoctx.io.vcf import VariantStats
+    from genoctx.io.vcf import RecordOrder, VariantStats
 
     vcf = Path(vcf)
     if context < 1 or batch_size < 1:
@@ -598,7 +573,7 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
         provenance = (f"Version={_version()},"
                       + (f"Model=sha256:{sha[:16]},Context={context}," if scored else "Model=none,")
                       + f"Reference={_header_value(reference_name or Path(reference).name)}")
-        stats, summary, layout = VariantStats(), Summary(model=scored), _Layout()
+        stats, summary, layout = VariantStats(), Summary(model=scored), RecordOrder()
         with _records(vcf) as vf:
             sink.write(_output_header(str(vf.header), _header_lines(
                 context, ann, provenance, supervised is not None, scored)))
@@ -663,10 +638,11 @@ def _check_circular(circular, annotation: Path | None) -> None:
 
 
 def _write_records(vf, sink, vcf, fa, backbone, ann, stats, total: int, *, context: int,
-                   batch_size: int, quiet: bool, supervised, layout: _Layout | None = None
+                   batch_size: int, quiet: bool, supervised, layout=None
                    ) -> int:
     """Second pass: score the variants in chunks and write each record as its turn comes;
-    ``layout`` (given) is told where each record lies.
+    ``layout`` (a :class:`~genoctx.io.vcf.RecordOrder`, given) is told where each record
+    lies.
 
     Returns the variants scored; without a model (``backbone`` None), those annotated (their
     REF matches the reference).
@@ -754,8 +730,9 @@ def _output(out: Path | None):
                 yield fh, False
 
 
-def _index(out: Path, layout: _Layout) -> tuple[Path | None, str]:
-    """Index ``out`` (a bgzipped VCF whose records ``layout`` describes): a ``.tbi``, or a
+def _index(out: Path, layout) -> tuple[Path | None, str]:
+    """Index ``out`` (a bgzipped VCF whose records ``layout``, a
+    :class:`~genoctx.io.vcf.RecordOrder`, describes): a ``.tbi``, or a
     ``.csi`` where a record ends past 2^29, which a ``.tbi`` cannot hold. Returns ``(index,
     "")``, or ``(None, why)`` without an index: the records are not sorted, or htslib failed
     (a full disk, say). A stale index (.tbi or .csi, which htslib would read for the new file)
@@ -768,7 +745,7 @@ def _index(out: Path, layout: _Layout) -> tuple[Path | None, str]:
     for stale in (tbi, csi):
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()
-    if not layout.sorted:
+    if layout.problem is not None:
         return None, "records not sorted by position; bcftools sort would sort them"
     want = csi if layout.max_end > TBI_MAX_END else tbi
     try:

@@ -28,7 +28,7 @@ import gzip
 import itertools
 import zlib
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pysam
@@ -80,6 +80,38 @@ class VariantStats:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class RecordOrder:
+    """Whether records come in the order an index needs (htslib: each contig's records
+    together, each POS at least the one before), told one record at a time, and how far they
+    reach (a record ending past 2^29 needs a ``.csi``; a ``.tbi`` cannot hold it)."""
+
+    max_end: int = 0  # 0-based exclusive end of the furthest record (INFO/END counted)
+    problem: str | None = None  # the first record out of order, described
+    _contig: str | None = None
+    _start: int = -1
+    _done: set[str] = field(default_factory=set)
+
+    def add(self, contig: str, start: int, end: int) -> str | None:
+        """The next record (0-based ``start``, exclusive ``end``); returns why it is out of
+        order, or None."""
+        why = None
+        if contig != self._contig:
+            if contig in self._done:  # a contig met again after another one
+                why = (f"records of {contig} are not contiguous (again at position "
+                       f"{start + 1})")
+            if self._contig is not None:
+                self._done.add(self._contig)
+            self._contig, self._start = contig, -1
+        if start < self._start:
+            why = f"{contig}:{start + 1} comes after position {self._start + 1}"
+        self._start = start
+        self.max_end = max(self.max_end, end)
+        if why and self.problem is None:
+            self.problem = why
+        return why
 
 
 def _is_symbolic(alt: str) -> bool:

@@ -5,7 +5,7 @@ import pytest
 
 from genoctx.errors import InputError
 from genoctx.io.fasta import FastaFile
-from genoctx.io.vcf import Variant, VariantStats, iter_variants, vcf_info
+from genoctx.io.vcf import RecordOrder, Variant, VariantStats, iter_variants, vcf_info
 
 
 @pytest.fixture(scope="module")
@@ -233,3 +233,14 @@ def test_breakends_are_symbolic_not_ambiguous(tmp_path):
     got = [(v.id, v.alt, v.allele_index) for v in iter_variants(vcf, fasta, stats=stats)]
     assert got == [("snv", "A", 1)]
     assert (stats.symbolic, stats.ambiguous, stats.ambiguous_ref) == (len(alts) + 1, 0, 0)
+
+
+def test_record_order_names_the_first_record_out_of_order():
+    """What score-variants' index and the workflow's split rely on: a contig met again after
+    another, or a position before the one before, is out of order; the furthest end is kept."""
+    order = RecordOrder()
+    assert [order.add(*r) for r in (("a", 9, 10), ("a", 9, 12), ("b", 4, 5))] == [None] * 3
+    assert order.problem is None and order.max_end == 12
+    assert order.add("b", 2, (1 << 29) + 5) == "b:3 comes after position 5"
+    assert order.add("a", 20, 21) == "records of a are not contiguous (again at position 21)"
+    assert order.problem == "b:3 comes after position 5" and order.max_end == (1 << 29) + 5

@@ -26,23 +26,12 @@ def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] = ()) -> Iterator[str]:
     """The records of an open ``pysam.VariantFile`` as text, checking the sort order: each
     record's own line of ``raw`` (the file's data lines, ``genoctx.io.vcf.data_lines``), so
     that values pass through as written, else htslib's text (BCF)."""
-    from genoctx.io.vcf import record_text
+    from genoctx.io.vcf import RecordOrder, record_text
 
-    raw = iter(raw)
-    done: set[str] = set()
-    contig, last = None, 0
+    raw, order = iter(raw), RecordOrder()
     for rec in vf:
-        if rec.chrom != contig:
-            if rec.chrom in done:
-                raise UnsortedVCF(f"{vcf}: records of {rec.chrom} are not contiguous (again at "
-                                  f"position {rec.pos}); sort the VCF first (bcftools sort)")
-            if contig is not None:
-                done.add(contig)
-            contig, last = rec.chrom, 0
-        if rec.pos < last:
-            raise UnsortedVCF(f"{vcf}: {rec.chrom}:{rec.pos} comes after position {last}; sort "
-                              "the VCF first (bcftools sort)")
-        last = rec.pos
+        if why := order.add(rec.chrom, rec.start, rec.stop):
+            raise UnsortedVCF(f"{vcf}: {why}; sort the VCF first (bcftools sort)")
         yield record_text(rec, raw) + "\n"
 
 
