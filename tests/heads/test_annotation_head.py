@@ -6,9 +6,9 @@ import torch
 
 from genoctx.errors import InputError
 from genoctx.heads import classes
-from genoctx.heads.annotation import (AnnotationHead, AnnotationHeadConfig, labels_from_tracks,
-                                      load_annotation_model, predict_probs, predict_probs_many,
-                                      save_annotation_model)
+from genoctx.heads.annotation import (AnnotationHead, AnnotationHeadConfig, conv_tokens_first,
+                                      labels_from_tracks, load_annotation_model, predict_probs,
+                                      predict_probs_many, save_annotation_model)
 from genoctx.io.annotation import label_tracks, read_features, read_sequences_genbank
 from genoctx.model.config import get_config
 from genoctx.model.model import GenoCtxModel
@@ -60,6 +60,23 @@ def test_head_equals_averaging_over_the_reverse_complements_view():
     g_want = torch.autograd.grad(want.square().sum(), [e, head.conv.weight, head.norm.weight])
     for a, b in zip(g_got, g_want, strict=True):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+    # inference on the CPU takes the tap-by-tap conv: the same numbers up to rounding
+    with torch.inference_mode():
+        torch.testing.assert_close(head(e.detach()), want.detach(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("B, T, E, O, K", [(2, 37, 64, 16, 5), (1, 3, 8, 4, 9), (3, 1, 5, 2, 3),
+                                           (1, 50, 4, 3, 1), (2, 200, 256, 128, 9)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_tokens_first_conv_equals_conv1d(B, T, E, O, K, bias):
+    """Short inputs (T < K: every tap partly in the padding) included."""
+    g = torch.Generator().manual_seed(T * K)
+    x, w = torch.randn(B, T, E, generator=g), torch.randn(O, E, K, generator=g)
+    b = torch.randn(O, generator=g) if bias else None
+    want = torch.nn.functional.conv1d(x.transpose(1, 2), w, b, padding=K // 2).transpose(1, 2)
+    got = conv_tokens_first(x, w, b)
+    assert got.shape == (B, T, O) and got.is_contiguous()
+    torch.testing.assert_close(got, want, atol=1e-4 * (E * K) ** 0.5, rtol=1e-5)
 
 
 def test_labels_follow_the_genbank_cds(example_genbank):

@@ -186,6 +186,21 @@ def test_routing_stats_after_forward():
     assert all(sum(s["tokens_per_expert"]) == 300 * 2 and s["dropped"] == 0 for s in stats)
 
 
+def test_rmsnorm_inference_path_equals_torchs():
+    from genoctx.model.model import RMSNorm
+
+    torch.manual_seed(3)
+    norm = RMSNorm(48, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.rand(48) + 0.5)
+    x = torch.randn(2, 33, 48) * 3
+    want = torch.nn.RMSNorm.forward(norm, x)  # torch's own path, under grad
+    with torch.inference_mode():
+        got = norm(x)
+    torch.testing.assert_close(got, want.detach(), atol=1e-6, rtol=1e-6)
+    assert set(norm.state_dict()) == {"weight"}
+
+
 def test_cpu_workers_default_and_devices():
     """One default for every worker-thread user: torch's threads on CPU, at most
     MAX_CPU_WORKERS, an explicit count kept, and 1 on other devices."""

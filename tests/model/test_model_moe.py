@@ -49,10 +49,15 @@ def test_dispatch_matches_per_token_loop(backend, shared):
     torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
 
 
-def test_losses_and_statistics():
+@pytest.mark.parametrize("grad", [True, False])
+def test_losses_and_statistics(grad):
+    """With grad the losses are set by the forward; without (inference), on first read:
+    the same values either way, and the latest forward's."""
     m = _moe().requires_grad_(False)
     x = torch.randn(3, 50, 32)
-    m(x, ops=moe_ops("torch", x.device))
+    with torch.set_grad_enabled(grad):
+        m(torch.randn(1, 9, 32), ops=moe_ops("torch", x.device))  # an earlier forward
+        m(x, ops=moe_ops("torch", x.device))
     N, E, K = 150, m.cfg.num_experts, m.cfg.top_k
     logits = x.reshape(N, -1) @ m.router.weight.T
     probs = logits.softmax(-1)
