@@ -824,10 +824,16 @@ class FastaFile:
             self._refuse(e, start + i, int(bases[i]))
         return bases if table is None else bases_of(raw.translate(table))
 
-    def _refuse(self, e: _FaiEntry, at: int, byte: int) -> None:
+    def _refuse(self, e: _FaiEntry, at: int, byte: int,
+                read: Callable[[int, int], bytes] | None = None) -> None:
         """Raise for ``byte``, read as base ``at`` (0-based) of record ``e``: a line end means
         the .fai does not describe the file; anything else is a bad byte in the file, named by
-        its line (counted on this error path only) and column."""
+        its line (counted on this error path only, through ``read(a, b)``, the file's bytes
+        ``[a, b)``, uncompressed) and column."""
+        if read is None:
+            def read(a: int, b: int) -> bytes:
+                return os.pread(self._fd, b - a, a)
+
         if byte in b"\r\n":
             raise InputError(
                 f"{self.path}: record '{e.name}' reads a line end at base {at + 1:,} through its "
@@ -837,7 +843,7 @@ class FastaFile:
         pos = e.offset + at // e.linebases * e.linewidth + at % e.linebases
         line, done = 1, 0
         while done < pos:
-            chunk = os.pread(self._fd, min(_CHUNK, pos - done), done)
+            chunk = read(done, done + min(_CHUNK, pos - done))
             if not chunk:
                 break
             line, done = line + chunk.count(b"\n"), done + len(chunk)
@@ -857,7 +863,7 @@ class FastaFile:
         if self.mode == "indexed":
             return self._read_lines(self._entries[contig], start, end, table)
         if self.mode == "bgzf":
-            data = bytearray(self._bgzf_fetch(contig, start, end), "ascii", errors="replace")
+            data = bytearray(self._bgzf_fetch(contig, start, end))
         else:
             data = bytearray(self._seqs[contig][start:end])
         return np.frombuffer(data if table is None else data.translate(table), np.uint8)
@@ -872,15 +878,20 @@ class FastaFile:
         if self.mode == "memory":
             return self._seqs[contig][start:end]
         if self.mode == "bgzf":
-            return self._bgzf_fetch(contig, start, end).encode("ascii", errors="replace")
+            return self._bgzf_fetch(contig, start, end)
         return self.fetch_array(contig, start, end).tobytes()
 
-    def _bgzf_fetch(self, contig: str, start: int, end: int) -> str:
+    def _bgzf_fetch(self, contig: str, start: int, end: int) -> bytes:
+        """Bases ``[start, end)`` through htslib, checked as the plain indexed path checks
+        them: htslib passes any printable byte (a digit, '@'), and a non-ASCII one stops its
+        decoding; either is named by line and column."""
         import pysam
 
         old = pysam.set_verbosity(0)  # htslib's own line would come before ours
         try:
-            return self._pysam.fetch(contig, start, end)
+            seq = self._pysam.fetch(contig, start, end).encode("ascii")
+        except UnicodeError:
+            seq = None
         except ValueError as e:  # htslib could not read the blocks: a damaged file
             raise InputError(f"{self.path}: cannot read {contig}:{start + 1:,}-{end:,} ({e}); "
                              "the file is damaged, or its .fai/.gzi are not its own: remove "
@@ -888,6 +899,32 @@ class FastaFile:
                              "again") from None
         finally:
             pysam.set_verbosity(old)
+        if seq is not None and len(seq) == end - start:
+            bases = np.frombuffer(seq, np.uint8)
+            odd = ((bases | 0x20) - 0x61) > 25  # not a letter (uint8 wraps below 'a')
+            if not odd.any() or not bytes(bases[odd]).translate(None, b"-*."):
+                return seq
+        self._refuse_bgzf(self._entries[contig], start, end)
+        raise AssertionError("unreachable")  # _refuse_bgzf raises
+
+    def _refuse_bgzf(self, e: _FaiEntry, start: int, end: int) -> None:
+        """Find the byte htslib gave or choked on in ``[start, end)`` of record ``e`` by
+        reading the file's own bytes, and raise for it (see :meth:`_refuse`)."""
+        lb, lw = e.linebases, e.linewidth
+        line0, line1 = start // lb, (end - 1) // lb + 1
+        with _BgzfReader(self.path, Path(f"{self.path}.gzi")) as reader:
+            raw = bytearray(reader.read(e.offset + line0 * lw, e.offset + line1 * lw))
+            raw += b"\n" * ((line1 - line0) * lw - len(raw))  # a short last line
+            rows = np.frombuffer(raw, np.uint8).reshape(line1 - line0, lw)[:, :lb]
+            bases = rows.reshape(-1)[start - line0 * lb:end - line0 * lb]
+            bad = np.flatnonzero(~_SEQUENCE_LETTERS[bases])
+            if not bad.size:  # what htslib gave differs from the bytes: not this file's index
+                raise InputError(f"{self.path}: {e.name}:{start + 1:,}-{end:,} reads differently "
+                                 f"through htslib and through its index: remove "
+                                 f"{self.path.name}.fai and {self.path.name}.gzi and read it "
+                                 "again")
+            i = int(bad[0])
+            self._refuse(e, start + i, int(bases[i]), reader.read)
 
     def resolve(self, region: Region | str) -> Region:
         """A region string (1-based, ``chr1:1,000-2,000``) or Region, checked against lengths."""

@@ -613,6 +613,35 @@ def test_a_bad_byte_is_named_by_its_line_and_column_not_blamed_on_the_index(tmp_
         gz.write_bytes(gzip.compress(text))
         with pytest.raises(InputError, match=message):
             list(iter_records(gz))
+        # bgzip with samtools' index: htslib passed a printable byte ('1', '>') through as a
+        # base, and stopped at a non-ASCII one with a UnicodeDecodeError
+        bgz = tmp_path / f"bad{i}.bgz.fa.gz"
+        pysam.tabix_compress(str(path), str(bgz))
+        pysam.faidx(str(bgz))
+        with pytest.raises(InputError, match=message) as err, FastaFile(bgz) as fa:
+            fa.fetch("a")
+        assert ".fai" not in str(err.value)
+
+
+def test_a_non_ascii_byte_of_an_indexed_bgzip_file_is_named(tmp_path):
+    """htslib's own .fai of such a file is refused (it does not count the byte; the file is
+    then read through and refused at open), but one that counts it (another tool's, or
+    written by hand) led htslib's fetch into a UnicodeDecodeError."""
+    path = tmp_path / "e.fa"
+    path.write_bytes(b">x\nAC\n>a\nACGTACGTAC\nACGTACG\xe9AC\nACGT\n")
+    bgz = tmp_path / "e.fa.gz"
+    pysam.tabix_compress(str(path), str(bgz))
+    pysam.faidx(str(bgz))  # for the .gzi
+    Path(f"{bgz}.fai").write_text("x\t2\t3\t2\t3\na\t24\t9\t10\t11\n")
+    with FastaFile(bgz) as fa:
+        assert fa.mode == "bgzf"
+        assert fa.fetch("a", 0, 5) == b"ACGTA" and fa.fetch("a", 18, 24) == b"ACACGT"
+        for start, end in ((0, None), (17, 18), (15, 20)):
+            with pytest.raises(InputError, match=r"line 5, column 8: record 'a' holds the byte "
+                                                 r"0xE9 \(not ASCII\) at base 18,"):
+                fa.fetch("a", start, end)
+        with pytest.raises(InputError, match="0xE9"):
+            fa.fetch_array("a")
 
 
 def test_region_errors(ce_fa):
