@@ -132,7 +132,8 @@ def _header_lines(context: int, ann: _Annotator, provenance: str, supervised: bo
          f'POS, from {class_source}">'),
         ('##INFO=<ID=GCX_CONSEQ,Number=A,Type=String,Description="genoctx: consequence of each '
          'ALT (splice, nonsense, frameshift, stop_lost, start_lost, inframe_indel, missense, '
-         f'splice_region, synonymous, noncoding) from {conseq_source}">'),
+         f'splice_region, synonymous, noncoding) from {conseq_source}; an indel in a repeat: '
+         'the least severe over its placements">'),
     ]
     if supervised:
         lines.append('##INFO=<ID=GCX_SCORE,Number=A,Type=Float,Description="genoctx: score of '
@@ -199,7 +200,7 @@ def _record_fields(rec, alleles: dict, fa, ann: _Annotator, supervised, context:
         v, d = alleles.get(k, (None, None))
         dll.append(_format_float(d))
         ok = v is not None and v.ref_ok
-        conseq.append(ann.consequence(v.contig, v.pos, v.ref, v.alt) if ok else ".")
+        conseq.append(_consequence(ann, fa, v) if ok else ".")
         if supervised is not None:
             score.append(_format_float(_supervised_score(supervised, fa, v, context) if ok
                                        else None))
@@ -208,6 +209,20 @@ def _record_fields(rec, alleles: dict, fa, ann: _Annotator, supervised, context:
     if supervised is not None:
         info.append(f"GCX_SCORE={','.join(score)}")
     return info, flt
+
+
+def _consequence(ann: _Annotator, fa, variant) -> str:
+    """GCX_CONSEQ of ``variant``: the least severe over every placement of its change (an
+    indel in a repeat has several spellings, all the same sequence). A placement that leaves
+    a feature's bases as they were shows the change does not touch it: deleting an A from
+    the AAAA run across a TAA stop codon's end, spelled inside the codon, read 'frameshift',
+    and spelled after it, 'noncoding' — which the sequence is. Every spelling now gets the
+    same answer."""
+    from genoctx.heads.consequence import least_severe
+    from genoctx.heads.variant import spellings
+
+    return least_severe(*(ann.consequence(variant.contig, p, r, a)
+                          for p, r, a in spellings(fa, variant)))
 
 
 def _supervised_score(head, fa, variant, context: int) -> float:

@@ -25,7 +25,11 @@ the most severe one):
 * ``noncoding`` — everything else (UTR, deep intron, RNA genes, intergenic).
 
 Alleles are trimmed of their shared prefix, then suffix (the VCF anchor base), so an insertion
-sits between two bases: it is coding when both neighbours are adjacent CDS bases.
+sits between two bases: it is coding when both neighbours are adjacent CDS bases. An indel in a
+repeat has several spellings (placements) that give the same sequence; ``genoctx
+score-variants`` reports the least severe consequence over all of them
+(:func:`genoctx.heads.variant.spellings`), so every spelling gets the same answer, and a change
+that one placement shows to leave a feature's bases as they were does not count against it.
 Coordinates are 0-based half-open throughout.
 """
 
@@ -77,6 +81,11 @@ def most_severe(*consequences: str | None) -> str:
     """The most severe of the given consequences (``noncoding`` when all are None)."""
     found = [c for c in consequences if c is not None]
     return min(found, key=_RANK.__getitem__) if found else "noncoding"
+
+
+def least_severe(*consequences: str) -> str:
+    """The least severe of ``consequences`` (:data:`SEVERITY`)."""
+    return max(consequences, key=_RANK.__getitem__)
 
 
 def _revcomp(seq: str) -> str:

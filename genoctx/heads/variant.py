@@ -164,6 +164,23 @@ def change_span(fasta, variant: Variant, max_slide: int = 256) -> Variant:
     return dataclasses.replace(variant, pos=pos, ref=span, alt=alt + span)
 
 
+def spellings(fasta, variant: Variant, max_slide: int = 256) -> list[tuple[int, str, str]]:
+    """Every placement ``(pos, ref, alt)`` of ``variant``'s change, in minimal alleles (no
+    shared base; an empty ``ref`` is an insertion before ``pos``), left to right: one for a
+    substitution, one per position an insertion or deletion can slide to along its repeat
+    (within :func:`change_span`'s ``max_slide``). All give the same sequence. REF must be the
+    reference's bases (``ref_ok``)."""
+    span = change_span(fasta, variant, max_slide)
+    pos, ref, alt = _trim(span.pos, span.ref.upper(), span.alt.upper())
+    if (ref and alt) or ref == alt:
+        return [(pos, ref, alt)]
+    if len(span.ref) > len(span.alt):  # deleting span.ref[j:j + k] leaves span.alt, every j
+        k = len(span.ref) - len(span.alt)
+        return [(span.pos + j, span.ref[j:j + k], "") for j in range(len(span.alt) + 1)]
+    m = len(span.alt) - len(span.ref)  # inserting alt[j:j + m] before span.pos + j, every j
+    return [(span.pos + j, "", span.alt[j:j + m]) for j in range(len(span.ref) + 1)]
+
+
 def normalize(fasta, variant: Variant, *, look_back: int = 64) -> Variant:
     """``variant`` in its shortest, left-aligned spelling (``bcftools norm -f``, ``vt
     normalize``; Tan et al. 2015).

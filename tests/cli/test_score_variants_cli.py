@@ -929,3 +929,29 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(cli, tmp_pa
         code, _, err = cli(["score-variants", vcf, "-R", pcp1, "--model", "none", "-q",
                             "-o", tmp_path / name])
         assert code == 2 and "cannot write" in err and "afile is a file, not a folder" in err
+
+
+def test_every_spelling_of_an_indel_gets_one_consequence(cli, tmp_path, pcp1, example_genbank):
+    """An indel in a repeat can be written at any place along it, all the same sequence.
+    pPCP1's CDS 1106..1888 (+, 1-based) ends in the stop codon TAA at 1886..1888, and the run
+    of A at 1887..1890 runs past it: deleting one A, written inside the codon, read
+    'frameshift', and written after it, 'noncoding' — which the sequence is (TAA stays TAA).
+    A deletion along a run inside a CDS is a frameshift however it is written."""
+    with FastaFile(pcp1) as fa:
+        contig = fa.contigs[0]
+        seq = fa.fetch(contig).decode().upper()
+    assert seq[1883:1893] == "AGTAAAACGG"
+    cds = next(f for f in read_features(example_genbank)[contig]
+               if f.kind == "CDS" and (f.start, f.end, f.strand) == (1105, 1888, 1))
+    inner = seq.find("GAAAC", cds.start + 30, cds.end - 30) + 1  # AAA at inner..inner + 2
+    assert inner > 0
+    rows = [f"{contig}\t{p}\t.\t{seq[p - 1:p + 1]}\t{seq[p - 1]}\t.\t.\t."  # deletes base p + 1
+            for p in (1886, 1887, 1888, 1889, inner, inner + 1, inner + 2)]
+    rows.append(f"{contig}\t1886\t.\tTAAAA\tTAAA\t.\t.\t.")  # written long
+    vcf = write_vcf(tmp_path / "s.vcf", contig, len(seq), rows)
+    code, out, err = cli(["score-variants", vcf, "-R", pcp1, "--annotation", example_genbank,
+                          "--model", "none", "-q"])
+    assert code == 0, err
+    got = [dict(kv.split("=") for kv in ln.split("\t")[7].split(";"))["GCX_CONSEQ"]
+           for ln in out.splitlines() if not ln.startswith("#")]
+    assert got == ["noncoding"] * 4 + ["frameshift"] * 3 + ["noncoding"]

@@ -14,6 +14,7 @@ from genoctx.heads.variant import (
     job_sums,
     normalize,
     score_variants,
+    spellings,
     variant_windows,
     window_span,
 )
@@ -220,6 +221,36 @@ def test_change_span_slides_a_bounded_distance(tmp_path):
         assert change_span(fa, var("c", 2001, "", "AC")).pos == 2001 - 256
         whole = change_span(fa, var("c", 1, "AC", ""), max_slide=10_000)
         assert (whole.pos, len(whole.ref)) == (1, 5000)
+
+
+def test_spellings_are_every_placement_of_one_change(tmp_path):
+    """Each placement, applied to the reference, gives the same sequence; every spelling of
+    the change (anchored or not, anywhere along its repeat) lists the same placements."""
+    seq = "GCATTTTTGACACACAGTCAAAGGTCAA"
+    (tmp_path / "f.fa").write_text(f">c\n{seq}\n")
+
+    def applied(p, r, a):
+        assert seq[p:p + len(r)] == r
+        return seq[:p] + a + seq[p + len(r):]
+
+    with FastaFile(tmp_path / "f.fa") as fa:
+        def places(pos, ref, alt):
+            return spellings(fa, var("c", pos, ref, alt))
+
+        one_t = places(6, "TTG", "TG")
+        assert one_t == [(p, "T", "") for p in range(3, 8)]
+        assert all(places(p, "T", "") == one_t for p in range(3, 8))
+        assert places(2, "AT", "A") == one_t
+        two = places(9, "ACA", "A")  # CA out of ACACACA (9..15): AC or CA, six places
+        assert two == [(9 + j, "ACAC"[j % 2:j % 2 + 2], "") for j in range(6)]
+        ins = places(14, "CA", "CACA")  # and put in: before any of the 7 bases, or after
+        assert ins == [(9 + j, "", "ACAC"[j % 2:j % 2 + 2]) for j in range(8)]
+        for group in (one_t, two, ins):
+            assert len({applied(*x) for x in group}) == 1
+        assert places(0, "G", "GT") == [(1, "", "T")]  # cannot slide
+        assert places(5, "TT", "CT") == [(5, "T", "C")]  # substitutions: one place
+        assert places(2, "AT", "GCC") == [(2, "AT", "GCC")]
+        assert places(20, "A", "A") == [(20, "", "")]
 
 
 def test_equivalent_spellings_score_the_same(model, fasta):
