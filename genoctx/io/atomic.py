@@ -21,6 +21,24 @@ def _umask() -> int:
     return mask
 
 
+def _missing_folders(path: Path) -> list[Path]:
+    """The folders above ``path`` that do not exist yet, deepest first."""
+    out, here = [], path.parent
+    while not here.exists() and here != here.parent:
+        out.append(here)
+        here = here.parent
+    return out
+
+
+def _remove_made(folders: list[Path]) -> None:
+    """Remove the folders a failed write made (deepest first), those left empty only."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (another writer), gone, not ours to remove
+            return
+
+
 def _in_folder_of(path: Path, make):
     """``make(folder)`` for ``path``'s folder, made first when missing; a clear
     :class:`InputError` where that cannot be (a file in the way, no permission, no space)."""
@@ -58,6 +76,7 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     if path.is_symlink():
         path = path.resolve()
     sfx = suffix if suffix is not None else "".join(path.suffixes)
+    folders = _missing_folders(path)  # removed again if the write fails
     fd, tmp = _in_folder_of(path, lambda folder: tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=f".tmp{sfx}", dir=folder))
     os.close(fd)
@@ -71,6 +90,7 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        _remove_made(folders)
         raise
 
 
@@ -117,9 +137,11 @@ def staged_prefix(prefix: str | Path) -> Iterator[Path]:
     :func:`atomic_path`. Separate processes may write into the folder (it is a plain path)."""
     prefix = Path(prefix)
     owner = f".{prefix.name}.{_HOST}.{os.getpid()}."
+    folders = _missing_folders(prefix)  # removed again if the command fails
     stage = Path(_in_folder_of(prefix, lambda folder: tempfile.mkdtemp(
         prefix=owner, suffix=".tmp", dir=folder)))
     _remove_stale_stages(stage.parent, prefix.name, keep=stage)
+    ok = False
     try:
         yield stage / prefix.name
         moves = []
@@ -136,5 +158,8 @@ def staged_prefix(prefix: str | Path) -> Iterator[Path]:
             else:  # a link to another folder (maybe another file system), a device, a pipe
                 with atomic_path(dest) as tmp, open(made, "rb") as src, open(tmp, "wb") as out:
                     shutil.copyfileobj(src, out)
+        ok = True
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        if not ok:
+            _remove_made(folders)

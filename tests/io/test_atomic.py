@@ -21,6 +21,27 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
 
 
+def test_a_failed_write_removes_the_folders_it_made(tmp_path):
+    """Missing folders of an output are made for it; a run that fails (``score-variants``
+    opens its -o before it reads the reference) used to leave them behind, empty. Folders
+    that were there, or that something else put files into, stay."""
+    deep = tmp_path / "a" / "b" / "out.vcf"
+    with pytest.raises(RuntimeError), atomic_open(deep) as fh:
+        fh.write("half")
+        raise RuntimeError("stopped")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError), staged_prefix(tmp_path / "c" / "d" / "genome") as stage:
+        _write_set(stage, ["gff3"], fail_after=0)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError), atomic_open(deep) as fh:
+        (tmp_path / "a" / "other.txt").write_text("kept\n")  # another writer's file
+        raise RuntimeError("stopped")
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["other.txt"]
+    with atomic_open(deep) as fh:  # a write that succeeds keeps them
+        fh.write("whole\n")
+    assert deep.read_text() == "whole\n"
+
+
 def test_a_symbolic_link_is_followed_and_kept(tmp_path):
     real = tmp_path / "real.vcf"
     real.write_text("old\n")
