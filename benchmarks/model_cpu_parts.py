@@ -37,8 +37,8 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 from genoctx.heads import annotation
 from genoctx.io.annotation import read_sequences_genbank
@@ -128,13 +128,13 @@ def main(argv=None) -> None:
     walls = {"torch": [], "fast": []}
     probs = {}
     for _ in range(a.reps):
-        for name in walls:
+        for name, runs in walls.items():
             PARTS.clear()
             with torch_paths() if name == "torch" else nullcontext():
                 t0 = time.perf_counter()
                 probs[name] = run()
-                walls[name].append(time.perf_counter() - t0)
-            print(f"{name}\t{walls[name][-1]:.2f} s", flush=True)
+                runs.append(time.perf_counter() - t0)
+            print(f"{name}\t{runs[-1]:.2f} s", flush=True)
     diff = float(np.abs(probs["fast"] - probs["torch"]).max())
     agree = float((probs["fast"].argmax(1) == probs["torch"].argmax(1)).mean())
     total = walls["fast"][-1]
@@ -152,7 +152,7 @@ def main(argv=None) -> None:
                  "checkpoint, `predict_probs` on one thread and one worker; the settings "
                  "alternate (module docstring).\n\n")
         body += md_table(["setting", "wall s per run"],
-                         [[k, " / ".join(f"{w:.2f}" for w in v)] for k, v in walls.items()])
+                         [[k, " / ".join(f"{w:.2f}" for w in runs)] for k, runs in walls.items()])
         body += "\n\nParts of the last `fast` run (nested parts are inside their parents):\n\n"
         body += md_table(["part", "seconds", "share of the run"], rows)
         body += (f"\n\nmax |Δp| between the settings {diff:.1e}; the argmax class agrees on "

@@ -40,7 +40,7 @@ def conv_tokens_first(x_BTE: torch.Tensor, weight: torch.Tensor,
     - K//2] @ W_j``). Equal to the conv up to float rounding; on the CPU about 1.5× faster than
     oneDNN's conv at the head's shapes (``python benchmarks/model_cpu_parts.py``), and it needs
     no transposed copy of the input."""
-    O, E, K = weight.shape
+    O, _, K = weight.shape
     B, T, _ = x_BTE.shape
     half = K // 2
     taps = weight.permute(2, 1, 0).contiguous()  # [K, E, O]: tap j as an E x O matrix

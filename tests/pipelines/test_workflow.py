@@ -265,6 +265,31 @@ def test_split_vcf_refuses_unsorted_input(tmp_path):
         mod.split(vcf, tmp_path / "chunks2", 5)
 
 
+def test_positions_past_2_29_need_a_csi_index(tmp_path):
+    """A .tbi holds positions up to 2^29; concat_vcf always wrote one, so a VCF of a longer
+    chromosome failed after every chunk was scored. With score.index tbi, split refuses such
+    a record before any scoring and names the setting; with csi the result is indexed and
+    reads back by region."""
+    split, concat = _script("split_vcf"), _script("concat_vcf").concat
+    head = "##fileformat=VCFv4.2\n##contig=<ID=big,length=900000000>\n" \
+           "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+    rows = [f"big\t{p}\t.\tA\tG\t.\t.\t.\n" for p in (1000, 536_870_912, 536_870_913, 800_000_000)]
+    vcf = tmp_path / "big.vcf"
+    vcf.write_text(head + "".join(rows))
+    with pytest.raises(split.TooLongForTbi, match=r"big:536,870,913 lies past 536,870,912.*"
+                                                  r"'index: csi' under 'score'"):
+        split.split(vcf, tmp_path / "tbi", 2)
+    parts = split.split(vcf, tmp_path / "csi", 2, "csi")
+    out = tmp_path / "out.vcf.gz"
+    assert concat(parts, out, "csi") == 4
+    assert Path(f"{out}.csi").is_file() and not Path(f"{out}.tbi").exists()
+    with pysam.VariantFile(str(out)) as vf:
+        assert [r.pos for r in vf.fetch("big", 536_870_000, 900_000_000)] == \
+            [536_870_912, 536_870_913, 800_000_000]
+    with pytest.raises(ValueError, match="tbi or csi"):
+        concat(parts, out, "bai")
+
+
 # ----------------------------------------------------------------------------- end to end
 
 

@@ -13,7 +13,9 @@ OPTIONAL_COLUMNS = ("bam", "vcf", "truth", "locus_tag", "closed", "circular")
 CLOSED_YES = ("yes", "true")
 FILE_COLUMNS = ("fasta", "bam", "vcf", "truth")
 # what the rules append to a sample name for its output files (results/*/SAMPLE.gff3 ...)
-OUTPUT_ENDINGS = (".gff3", ".bed", ".faa", ".vcf.gz", ".vcf.gz.tbi")
+OUTPUT_ENDINGS = (".gff3", ".bed", ".faa", ".vcf.gz", ".vcf.gz.tbi", ".vcf.gz.csi")
+# Index of the scored VCFs (score.index): tabix .tbi, or .csi for positions past 2^29.
+SCORE_INDEX = config["score"].get("index", "tbi")
 # Probability tracks written by `genoctx annotate` (one bedGraph each); none without a model.
 TRACKS = ["CDS_plus", "CDS_minus", "RNA"] if config["model"] != "none" else []
 
@@ -186,7 +188,7 @@ def all_outputs():
     for sample in samples.index:
         out += annotation_outputs(sample)
         if has(sample, "vcf"):
-            out += [f"results/score/{sample}.vcf.gz", f"results/score/{sample}.vcf.gz.tbi"]
+            out += [f"results/score/{sample}.vcf.gz", f"results/score/{sample}.vcf.gz.{SCORE_INDEX}"]
         if has(sample, "truth"):
             out.append(f"results/evaluate/{sample}/metrics.json")
         if has(sample, "bam"):

@@ -1,5 +1,6 @@
 # Score each sample's VCF in chunks of records: split (checkpoint), `genoctx score-variants` on
-# each chunk, then concatenate into one bgzipped, tabix-indexed VCF. The consequences come from
+# each chunk, then concatenate into one bgzipped VCF, indexed (score.index: tbi, or csi for
+# positions past 2^29). The consequences come from
 # one GFF3 for all chunks (score.annotation): the merged annotation ('predicted') or genes
 # predicted from the sequence alone on the whole genome ('none', rule score_genes), so they do
 # not depend on how the VCF is cut.
@@ -12,6 +13,7 @@ checkpoint split_vcf:
         directory("results/score/{sample}/chunks"),
     params:
         records=config["score"]["chunk_records"],
+        index=SCORE_INDEX,
     log:
         "logs/score/{sample}/split.log",
     threads: 1
@@ -95,7 +97,9 @@ rule concat_scored:
         scored_chunks,
     output:
         vcf="results/score/{sample}.vcf.gz",
-        tbi="results/score/{sample}.vcf.gz.tbi",
+        index=f"results/score/{{sample}}.vcf.gz.{SCORE_INDEX}",
+    params:
+        index=SCORE_INDEX,
     log:
         "logs/score/{sample}/concat.log",
     threads: 1

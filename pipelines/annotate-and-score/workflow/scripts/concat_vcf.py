@@ -1,4 +1,5 @@
-"""Concatenate the scored chunks of one VCF (in chunk order) → bgzipped VCF + tabix index.
+"""Concatenate the scored chunks of one VCF (in chunk order) → bgzipped VCF + its index
+(tabix .tbi, or .csi for positions past 2^29).
 
 The header is the first chunk's (every chunk was scored with the same settings, so their
 headers agree); records follow in chunk order, which is the input order.
@@ -11,14 +12,17 @@ import sys
 from pathlib import Path
 
 
-def concat(parts: list[str | Path], out: str | Path) -> int:
-    """Write ``out`` (bgzip) and ``out.tbi``; returns the number of records."""
+def concat(parts: list[str | Path], out: str | Path, index: str = "tbi") -> int:
+    """Write ``out`` (bgzip) and ``out.tbi`` (``index`` ``tbi``) or ``out.csi`` (``csi``);
+    returns the number of records."""
     import pysam
 
     from genoctx.io.atomic import atomic_path
 
     if not parts:
         raise ValueError("no scored chunks to concatenate")
+    if index not in ("tbi", "csi"):
+        raise ValueError(f"index must be tbi or csi, got {index!r}")
     n = 0
     # bytes that are not UTF-8 (Latin-1 in an input's header, kept by score-variants) pass
     # through unchanged
@@ -35,14 +39,14 @@ def concat(parts: list[str | Path], out: str | Path) -> int:
                     n += 1
     old = pysam.set_verbosity(0)
     try:
-        pysam.tabix_index(str(out), preset="vcf", force=True)
+        pysam.tabix_index(str(out), preset="vcf", force=True, csi=index == "csi")
     finally:
         pysam.set_verbosity(old)
     return n
 
 
 def main(smk) -> None:
-    n = concat(list(smk.input), smk.output.vcf)
+    n = concat(list(smk.input), smk.output.vcf, smk.params.index)
     print(f"{len(smk.input)} chunks -> {n} records in {smk.output.vcf}", file=sys.stderr)
 
 

@@ -22,16 +22,31 @@ class UnsortedVCF(ValueError):
     pass
 
 
-def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] = ()) -> Iterator[str]:
+class TooLongForTbi(ValueError):
+    pass
+
+
+TBI_LIMIT = 1 << 29  # the largest end a .tbi (tabix) index holds: 536,870,912
+
+
+def sorted_lines(vf, vcf: str | Path, raw: Iterator[str] = (), index: str = "csi"
+                 ) -> Iterator[str]:
     """The records of an open ``pysam.VariantFile`` as text, checking the sort order: each
     record's own line of ``raw`` (the file's data lines, ``genoctx.io.vcf.data_lines``), so
-    that values pass through as written, else htslib's text (BCF)."""
+    that values pass through as written, else htslib's text (BCF). With ``index`` ``tbi``, a
+    record ending past :data:`TBI_LIMIT` is refused (the concatenated result could not be
+    indexed; that would show only after every chunk was scored)."""
     from genoctx.io.vcf import RecordOrder, record_text
 
     raw, order = iter(raw), RecordOrder()
     for rec in vf:
         if why := order.add(rec.chrom, rec.start, rec.stop):
             raise UnsortedVCF(f"{vcf}: {why}; sort the VCF first (bcftools sort)")
+        if index == "tbi" and rec.stop > TBI_LIMIT:
+            raise TooLongForTbi(
+                f"{vcf}: {rec.chrom}:{rec.pos:,} lies past {TBI_LIMIT:,}, the last position a "
+                "tabix .tbi index holds; set 'index: csi' under 'score' in the config "
+                "(results/score/SAMPLE.vcf.gz.csi instead of .tbi)")
         yield record_text(rec, raw) + "\n"
 
 
@@ -49,9 +64,10 @@ def readable(vcf: str | Path) -> Iterator[Path]:
         yield gunzip_copy(vcf, Path(tmp) / "input.vcf")
 
 
-def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
+def split(vcf: str | Path, folder: str | Path, records: int, index: str = "tbi") -> list[Path]:
     """Write the chunks of ``vcf`` into ``folder``; returns their paths (one header-only chunk
-    when the VCF has no records)."""
+    when the VCF has no records). ``index``: what the scored result will be indexed with
+    (``tbi`` refuses records past 2^29, see :func:`sorted_lines`)."""
     import pysam
 
     from genoctx.io.hts import bytes_kept
@@ -69,7 +85,7 @@ def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
         with bytes_kept(), readable(vcf) as path, pysam.VariantFile(str(path)) as vf, \
                 data_lines(path) as raw:
             header = str(vf.header)
-            lines = sorted_lines(vf, vcf, raw)
+            lines = sorted_lines(vf, vcf, raw, index)
             while batch := list(islice(lines, records)):
                 paths.append(folder / f"{len(paths):04d}.vcf")
                 paths[-1].write_text(header + "".join(batch), errors="surrogateescape")
@@ -84,7 +100,7 @@ def split(vcf: str | Path, folder: str | Path, records: int) -> list[Path]:
 
 
 def main(smk) -> None:
-    split(smk.input.vcf, smk.output[0], int(smk.params.records))
+    split(smk.input.vcf, smk.output[0], int(smk.params.records), smk.params.index)
 
 
 if "snakemake" in globals():
