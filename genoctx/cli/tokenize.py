@@ -111,7 +111,7 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
                  overlap: int, bar, **filters) -> _Outputs:
     import warnings
 
-    from genoctx.io.bam import PileupWarning
+    from genoctx.io.bam import IndexNote, PileupWarning
     from genoctx.tokenize.pileup import tokenize_pileup
 
     num_windows = sum(count_windows(len(r), context, overlap) for r in targets)
@@ -126,9 +126,12 @@ def _fill_pileup(bam: Path, reference: Path, targets: list[Region], context: int
     for r, plan in zip(targets, plans):
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always", PileupWarning)
+            warnings.simplefilter("always", IndexNote)
             ids, channels, names = tokenize_pileup(str(bam), str(reference), r, **filters)
-        for w in said:  # reads whose bases the filters leave out, where the user would not know
-            if issubclass(w.category, PileupWarning):
+        # reads whose bases the filters leave out, where the user would not know; an index
+        # built for this run only
+        for w in said:
+            if issubclass(w.category, (PileupWarning, IndexNote)):
                 typer.echo(f"note: {w.message}", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -111,9 +111,12 @@ def _cram_reference(reference: str | Path) -> str:
     return _REFERENCE_LINKS[key]
 
 
-def _open(path: Path, fmt: str, reference: str | None) -> pysam.AlignmentFile:
+def _open(path: Path, fmt: str, reference: str | None,
+          index: Path | None = None) -> pysam.AlignmentFile:
     mode = {"bam": "rb", "cram": "rc", "sam": "r"}[fmt]
     kwargs = {"reference_filename": _cram_reference(reference)} if fmt == "cram" else {}
+    if index is not None:
+        kwargs["index_filename"] = str(index)
     with quiet_htslib():  # htslib's "could not retrieve index" is handled here
         try:
             return pysam.AlignmentFile(str(path), mode, **kwargs)
@@ -149,6 +152,37 @@ def _build_index(path: Path, fmt: str, idx: Path | None = None) -> None:
         raise InputError(
             f"{path} could not be indexed; it is probably not sorted by coordinate. Sort it "
             f"first: samtools sort -o sorted.bam {path.name} (pysam.sort), then index") from None
+
+
+_PRIVATE_INDEXES: dict[tuple, Path] = {}  # (file, mtime, size) -> its index built for this run
+
+
+class IndexNote(UserWarning):
+    """An alignment file was indexed for this run only (:func:`open_alignment`)."""
+
+
+def _private_index(path: Path, fmt: str, why: str) -> Path:
+    """An index of ``path`` in a temporary folder of this process (removed at exit), for a
+    file whose own folder cannot take one; built once per process and file version. BAM gets
+    a CSI index (no 2^29 limit on positions), CRAM a CRAI. Says so with an
+    :class:`IndexNote`, as each new process indexes the whole file again."""
+    import atexit
+    import shutil
+    import tempfile
+
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _PRIVATE_INDEXES:
+        folder = Path(tempfile.mkdtemp(prefix="genoctx-index-"))
+        atexit.register(shutil.rmtree, folder, True)
+        idx = folder / f"{path.name}{'.crai' if fmt == 'cram' else '.csi'}"
+        _build_index(path, fmt, idx)
+        _PRIVATE_INDEXES[key] = idx
+        warnings.warn(f"{path} {why} and its folder is read-only: indexed it in a temporary "
+                      "folder for this run, which each run does again; index it once where it "
+                      "can be written (samtools index / pysam.index) to skip that", IndexNote,
+                      stacklevel=3)
+    return _PRIVATE_INDEXES[key]
 
 
 def _index_file(path: Path, fmt: str) -> Path | None:
@@ -226,10 +260,13 @@ def open_alignment(path: str | Path, reference: str | Path | None = None) -> pys
     Returns:
         an open, indexed ``pysam.AlignmentFile``.
 
+    A missing index, or one made for another file, is built beside the file; where the
+    folder is read-only (shared data), in a temporary folder for this run instead, with an
+    :class:`IndexNote` warning.
+
     Raises:
         InputError: missing file, not BAM/CRAM, CRAM without reference, SAM (not indexable),
-            unsorted, no index and a read-only folder, or another file's index in a read-only
-            folder (the message gives the fix).
+            or unsorted (the message gives the fix).
     """
     path = Path(path)
     fmt = _alignment_format(path)
@@ -253,9 +290,9 @@ def open_alignment(path: str | Path, reference: str | Path | None = None) -> pys
         if not foreign and not (writable and _stale_index(path, idx)):
             return af
         af.close()
-        if not writable:
-            raise InputError(f"{foreign}; remove it, or index {path.name} again where it can "
-                             "be written (samtools index / pysam.index)")
+        if not writable:  # a foreign index (a stale one was used above)
+            return _open(path, fmt, reference, _private_index(
+                path, fmt, f"has an index made for another file ({idx.name})"))
         _build_index(path, fmt, idx)  # beside the file, replacing the old index
         return _open(path, fmt, reference)
     so = _sort_order(af)
@@ -264,9 +301,7 @@ def open_alignment(path: str | Path, reference: str | Path | None = None) -> pys
         raise InputError(f"{path} is sorted by {so}, not by coordinate; sort it first: "
                          f"samtools sort -o sorted.bam {path.name} (pysam.sort), then index")
     if not _writable_folder(path.parent):
-        raise InputError(
-            f"{path} has no index and its folder is read-only; index it where it can be written "
-            f"(copy it to a writable folder, then samtools index / pysam.index)")
+        return _open(path, fmt, reference, _private_index(path, fmt, "has no index"))
     _build_index(path, fmt, _index_file(path, fmt))  # a damaged one is replaced where it is
     return _open(path, fmt, reference)
 
