@@ -37,9 +37,9 @@ def conv_tokens_first(x_BTE: torch.Tensor, weight: torch.Tensor,
                       bias: torch.Tensor | None) -> torch.Tensor:
     """``F.conv1d`` with "same" zero padding on tokens-first data: ``[B, T, E] -> [B, T, O]``
     for an odd ``weight [O, E, K]``, as one matrix product per kernel tap (``out[t] += x[t + j
-    - K//2] @ W_j``). Equal to the conv up to float rounding; on the CPU about 1.5× faster than
-    oneDNN's conv at the head's shapes (``python benchmarks/model_cpu_parts.py``), and it needs
-    no transposed copy of the input."""
+    - K//2] @ W_j``). Equal to the conv up to float rounding; on the CPU 1.3–1.7× faster than
+    oneDNN's conv at the head's shapes (the head: ``python benchmarks/model_cpu_parts.py``),
+    and it needs no transposed copy of the input."""
     O, _, K = weight.shape
     B, T, _ = x_BTE.shape
     half = K // 2
