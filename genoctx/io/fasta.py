@@ -252,6 +252,15 @@ _SEQUENCE_BYTES = _SEQUENCE_LETTERS.copy()  # and its lines: blanks and line end
 _SEQUENCE_BYTES[list(b" \t\v\f\r\n")] = True
 
 
+def _first_non_letter(bases: np.ndarray) -> int | None:
+    """Index of the first byte of ``bases`` (uint8) that is no sequence letter, else None;
+    letters pass with one vector test, the rest is looked at only when there is any."""
+    odd = ((bases | 0x20) - 0x61) > 25  # not a letter (uint8 wraps below 'a')
+    if not odd.any() or not bytes(bases[odd]).translate(None, b"-*."):
+        return None
+    return int(np.flatnonzero(~_SEQUENCE_LETTERS[bases])[0])
+
+
 def _show_byte(byte: int) -> str:
     """A byte as an error message names it."""
     names = {0x20: "a blank", 0x09: "a tab", 0x0D: "a carriage return", 0x0A: "a line end",
@@ -465,6 +474,20 @@ class _FaiEntry:
     offset: int
     linebases: int
     linewidth: int
+
+    def lines(self, start: int, end: int) -> tuple[int, int]:
+        """File offsets ``[a, b)`` of the whole lines that hold bases ``[start, end)``."""
+        line0, line1 = start // self.linebases, (end - 1) // self.linebases + 1
+        return self.offset + line0 * self.linewidth, self.offset + line1 * self.linewidth
+
+    def bases_in(self, buf, start: int, end: int) -> np.ndarray:
+        """Bases ``[start, end)`` out of ``buf``, the bytes of :meth:`lines` (a short last line
+        padded to the full width): line ends dropped by one reshape, a view of ``buf`` where
+        the bases lie within one line."""
+        lb, lw = self.linebases, self.linewidth
+        line0 = start // lb
+        rows = np.frombuffer(buf, np.uint8).reshape(-1, lw)[:, :lb]
+        return rows.reshape(-1)[start - line0 * lb:end - line0 * lb]
 
     def data_end(self) -> int:
         """File offset one past the record's last line end."""
@@ -806,23 +829,14 @@ class FastaFile:
 
     def _read_lines(self, e: _FaiEntry, start: int, end: int, table: bytes | None) -> np.ndarray:
         """Bases [start, end) of a plain indexed record, line ends dropped by one reshape."""
-        lb, lw = e.linebases, e.linewidth
-        line0, line1 = start // lb, (end - 1) // lb + 1
-        raw = bytearray(b"\n") * ((line1 - line0) * lw)  # a short last line keeps this filler
-        os.preadv(self._fd, [raw], e.offset + line0 * lw)
-        first = start - line0 * lb
-
-        def bases_of(buf) -> np.ndarray:
-            rows = np.frombuffer(buf, np.uint8).reshape(line1 - line0, lw)[:, :lb]
-            # Within one line, reshape returns a view of ``buf``, which is fine: it is ours.
-            return rows.reshape(-1)[first:first + end - start]
-
-        bases = bases_of(raw)
-        odd = ((bases | 0x20) - 0x61) > 25  # not a letter (uint8 wraps below 'a')
-        if odd.any() and bytes(bases[odd]).translate(None, b"-*."):
-            i = int(np.flatnonzero(~_SEQUENCE_LETTERS[bases])[0])
+        a, b = e.lines(start, end)
+        raw = bytearray(b"\n") * (b - a)  # a short last line keeps this filler
+        os.preadv(self._fd, [raw], a)
+        bases = e.bases_in(raw, start, end)  # a view of raw where it can be: raw is ours
+        i = _first_non_letter(bases)
+        if i is not None:
             self._refuse(e, start + i, int(bases[i]))
-        return bases if table is None else bases_of(raw.translate(table))
+        return bases if table is None else e.bases_in(raw.translate(table), start, end)
 
     def _refuse(self, e: _FaiEntry, at: int, byte: int,
                 read: Callable[[int, int], bytes] | None = None) -> None:
@@ -899,31 +913,26 @@ class FastaFile:
                              "again") from None
         finally:
             pysam.set_verbosity(old)
-        if seq is not None and len(seq) == end - start:
-            bases = np.frombuffer(seq, np.uint8)
-            odd = ((bases | 0x20) - 0x61) > 25  # not a letter (uint8 wraps below 'a')
-            if not odd.any() or not bytes(bases[odd]).translate(None, b"-*."):
-                return seq
+        if (seq is not None and len(seq) == end - start
+                and _first_non_letter(np.frombuffer(seq, np.uint8)) is None):
+            return seq
         self._refuse_bgzf(self._entries[contig], start, end)
         raise AssertionError("unreachable")  # _refuse_bgzf raises
 
     def _refuse_bgzf(self, e: _FaiEntry, start: int, end: int) -> None:
         """Find the byte htslib gave or choked on in ``[start, end)`` of record ``e`` by
         reading the file's own bytes, and raise for it (see :meth:`_refuse`)."""
-        lb, lw = e.linebases, e.linewidth
-        line0, line1 = start // lb, (end - 1) // lb + 1
+        a, b = e.lines(start, end)
         with _BgzfReader(self.path, Path(f"{self.path}.gzi")) as reader:
-            raw = bytearray(reader.read(e.offset + line0 * lw, e.offset + line1 * lw))
-            raw += b"\n" * ((line1 - line0) * lw - len(raw))  # a short last line
-            rows = np.frombuffer(raw, np.uint8).reshape(line1 - line0, lw)[:, :lb]
-            bases = rows.reshape(-1)[start - line0 * lb:end - line0 * lb]
-            bad = np.flatnonzero(~_SEQUENCE_LETTERS[bases])
-            if not bad.size:  # what htslib gave differs from the bytes: not this file's index
+            raw = bytearray(reader.read(a, b))
+            raw += b"\n" * (b - a - len(raw))  # a short last line
+            bases = e.bases_in(raw, start, end)
+            i = _first_non_letter(bases)
+            if i is None:  # what htslib gave differs from the bytes: not this file's index
                 raise InputError(f"{self.path}: {e.name}:{start + 1:,}-{end:,} reads differently "
                                  f"through htslib and through its index: remove "
                                  f"{self.path.name}.fai and {self.path.name}.gzi and read it "
                                  "again")
-            i = int(bad[0])
             self._refuse(e, start + i, int(bases[i]), reader.read)
 
     def resolve(self, region: Region | str) -> Region:
