@@ -802,15 +802,15 @@ class FastaFile:
             return True
         import pysam
 
+        from genoctx.io.hts import quiet_htslib
+
         self.mode = "bgzf"
-        old = pysam.set_verbosity(0)
         try:
-            self._pysam = pysam.FastaFile(str(self.path), filepath_index=f"{self.path}.fai",
-                                          filepath_index_compressed=f"{self.path}.gzi")
+            with quiet_htslib():
+                self._pysam = pysam.FastaFile(str(self.path), filepath_index=f"{self.path}.fai",
+                                              filepath_index_compressed=f"{self.path}.gzi")
         except (OSError, ValueError):
             return False
-        finally:
-            pysam.set_verbosity(old)
         return True
 
     # -- reading
@@ -899,11 +899,11 @@ class FastaFile:
         """Bases ``[start, end)`` through htslib, checked as the plain indexed path checks
         them: htslib passes any printable byte (a digit, '@'), and a non-ASCII one stops its
         decoding; either is named by line and column."""
-        import pysam
+        from genoctx.io.hts import quiet_htslib
 
-        old = pysam.set_verbosity(0)  # htslib's own line would come before ours
         try:
-            seq = self._pysam.fetch(contig, start, end).encode("ascii")
+            with quiet_htslib():  # htslib's own line would come before ours
+                seq = self._pysam.fetch(contig, start, end).encode("ascii")
         except UnicodeError:
             seq = None
         except ValueError as e:  # htslib could not read the blocks: a damaged file
@@ -911,8 +911,6 @@ class FastaFile:
                              "the file is damaged, or its .fai/.gzi are not its own: remove "
                              f"{self.path.name}.fai and {self.path.name}.gzi and read it "
                              "again") from None
-        finally:
-            pysam.set_verbosity(old)
         if (seq is not None and len(seq) == end - start
                 and _first_non_letter(np.frombuffer(seq, np.uint8)) is None):
             return seq

@@ -18,6 +18,7 @@ def concat(parts: list[str | Path], out: str | Path, index: str = "tbi") -> int:
     import pysam
 
     from genoctx.io.atomic import atomic_path
+    from genoctx.io.hts import quiet_htslib
 
     if not parts:
         raise ValueError("no scored chunks to concatenate")
@@ -37,11 +38,8 @@ def concat(parts: list[str | Path], out: str | Path, index: str = "tbi") -> int:
                         continue
                     fh.write(line)
                     n += 1
-    old = pysam.set_verbosity(0)
-    try:
+    with quiet_htslib():
         pysam.tabix_index(str(out), preset="vcf", force=True, csi=index == "csi")
-    finally:
-        pysam.set_verbosity(old)
     return n
 
 
