@@ -307,24 +307,11 @@ def _profiles(kingdom: str = "bac"):
 
 
 def _kmer_codes(seq: bytes, k: int = RRNA_SEED_K):
-    """2-bit codes of every k-mer of ``seq`` [L - k + 1] (uint32, k ≤ 16) and whether it is
-    all ACGT."""
-    import numpy as np
-
+    """2-bit codes of every k-mer of ``seq`` [L - k + 1] (k ≤ 16) and whether it is all ACGT."""
     from genoctx.heads.orfs import encode
+    from genoctx.io.kmers import packed_kmers
 
-    x = encode(seq)  # 0..3 for ACGT, 4 for anything else
-    n = len(x) - k + 1
-    if n <= 0:
-        return np.zeros(0, np.uint32), np.zeros(0, bool)
-    bad = x > 3
-    xx = np.where(bad, 0, x).astype(np.uint32)
-    codes = xx[:n].copy()
-    for i in range(1, k):
-        codes <<= np.uint32(2)
-        codes |= xx[i:i + n]
-    nbad = np.concatenate([[0], np.cumsum(bad, dtype=np.int64)])
-    return codes, nbad[k:] == nbad[:n]
+    return packed_kmers(encode(seq), k)
 
 
 _SEEDS: dict = {}

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from genoctx.errors import DataRoleError, InputError
+from genoctx.io.kmers import canonical_kmers
 
 ENV_VAR = "GENOCTX_DATA_ROOT"
 TRAINABLE_ROLES = frozenset({"train", "pretrain-only"})
@@ -284,41 +285,36 @@ def kmer_codes(seq: bytes, positions: np.ndarray | None = None) -> tuple[np.ndar
     of ``seq`` starting at ``positions`` (every start when None), and a mask of those that hold
     only A/C/G/T (any case; U as T); the codes of the others mean nothing."""
     code = _BASE_CODE[np.frombuffer(bytes(seq), np.uint8)]
+    if positions is None:
+        return canonical_kmers(code, KMER)
     n = len(code) - KMER + 1
     if n <= 0:
         return np.zeros(0, np.uint64), np.zeros(0, bool)
-    at = None if positions is None else np.asarray(positions, dtype=np.int64)
-    size = n if at is None else len(at)
-
-    def shifted(j: int) -> np.ndarray:  # the base j places into each k-mer
-        return code[j:j + n] if at is None else code[at + j]
-
-    fwd = np.zeros(size, np.uint64)
-    rev = np.zeros(size, np.uint64)
+    at = np.asarray(positions, dtype=np.int64)
+    fwd = np.zeros(len(at), np.uint64)
+    rev = np.zeros(len(at), np.uint64)
     two = np.uint64(2)
-    for j in range(KMER):
+    for j in range(KMER):  # a few samples: one pass per base, gathering at the starts
         fwd <<= two
-        fwd |= shifted(j) & 3
+        fwd |= code[at + j] & 3
         rev <<= two
-        rev |= 3 - (shifted(KMER - 1 - j) & 3)
+        rev |= 3 - (code[at + KMER - 1 - j] & 3)
     bad = np.concatenate([[0], np.cumsum(code == 4)])
-    ok = (bad[KMER:KMER + n] == bad[:n]) if at is None else (bad[at + KMER] == bad[at])
     np.minimum(fwd, rev, out=fwd)
-    return fwd, ok
+    return fwd, bad[at + KMER] == bad[at]
 
 
 @functools.lru_cache(maxsize=2)
-def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], np.ndarray, np.ndarray,
+def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], list[np.ndarray],
                                         list[tuple[str, str]]]:
     """What :func:`require_unseen` compares with, from every record of the manifest's sequence
     files of :data:`COMPARED_ROLES` under ``root`` (read once per process; one missing is an
-    error): ``{sequence digest: (path,
-    role)}``, the sorted canonical 32-mer codes of all of them with the index of the file each
-    came from, and the files' ``(path, role)``."""
+    error): ``{sequence digest: (path, role)}``, the sorted canonical 32-mer codes of each
+    file, and the files' ``(path, role)``."""
     from genoctx.io.annotation import read_sequences
 
     digests: dict[str, tuple[str, str]] = {}
-    codes, owners, files = [], [], []
+    codes, files = [], []
     for e in sorted(load_manifest(root).values(), key=lambda e: e.path):
         path = Path(root) / e.path
         if e.role not in COMPARED_ROLES or not _is_sequence_file(e.path):
@@ -333,36 +329,33 @@ def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], np.ndarray, 
             if len(seq) >= UNSEEN_MIN_BASES:
                 digests.setdefault(sequence_digest(seq), (e.path, e.role))
         c, ok = kmer_codes(b"N".join(seq for _, seq in records))  # no k-mer across records
-        codes.append(c[ok])
-        owners.append(np.full(int(ok.sum()), len(files), dtype=np.int32))
+        codes.append(np.sort(c[ok]))
         files.append((e.path, e.role))
-    code = np.concatenate(codes) if codes else np.zeros(0, np.uint64)
-    owner = np.concatenate(owners) if owners else np.zeros(0, np.int32)
-    order = np.argsort(code, kind="stable")
-    return digests, code[order], owner[order], files
+    return digests, codes, files
 
 
-def _near_copy(seq: bytes, code: np.ndarray, owner: np.ndarray) -> tuple[float, int, int] | None:
+def _near_copy(seq: bytes, codes: list[np.ndarray]) -> tuple[float, int, int] | None:
     """``(share, start, file index)`` of the densest run of sampled 32-mers of ``seq`` found in
-    the held-out codes, when it reaches :data:`NEAR_COPY_SHARE`; else None."""
-    if not len(code):
-        return None
+    the held-out files' sorted ``codes``, when it reaches :data:`NEAR_COPY_SHARE`; else None.
+    The file named is the one that holds most of the run's samples."""
     step = max(KMER, min(1_000, len(seq) // NEAR_COPY_SAMPLES))
     at = np.arange(0, max(0, len(seq) - KMER + 1), step)
     sample, ok = kmer_codes(seq, at)
     sample, at = sample[ok], at[ok]
-    if len(sample) < _NEAR_COPY_MIN_SAMPLES:
+    if len(sample) < _NEAR_COPY_MIN_SAMPLES or not codes:
         return None
-    i = np.minimum(np.searchsorted(code, sample), len(code) - 1)
-    found = code[i] == sample
+    in_file = np.zeros((len(codes), len(sample)), bool)
+    for f, code in enumerate(codes):
+        if len(code):
+            in_file[f] = code[np.minimum(np.searchsorted(code, sample), len(code) - 1)] == sample
+    found = in_file.any(axis=0)
     w = min(NEAR_COPY_SAMPLES, len(sample))
     run = np.concatenate([[0], np.cumsum(found)])
     per = run[w:] - run[:-w]
     best = int(np.argmax(per))
     if per[best] < NEAR_COPY_SHARE * w:
         return None
-    hits = owner[i[best:best + w][found[best:best + w]]]
-    return per[best] / w, int(at[best]), int(np.bincount(hits).argmax())
+    return per[best] / w, int(at[best]), int(in_file[:, best:best + w].sum(axis=1).argmax())
 
 
 def trainable_sequences(path: str | Path, data_root: str | Path | None = None,
@@ -385,7 +378,7 @@ def require_unseen(records, source: str | Path, data_root: str | Path | None = N
     GenBank file) but not this one; nor does a near copy (:func:`_near_copy`: a few bases
     changed, trimmed, cut into pieces or joined to another sequence). ``records`` are ``(name,
     sequence)``; records shorter than :data:`UNSEEN_MIN_BASES` are not compared."""
-    held, code, owner, files = _held_out_index(str(resolve_data_root(data_root).resolve()))
+    held, codes, files = _held_out_index(str(resolve_data_root(data_root).resolve()))
     for name, seq in records:
         if len(seq) < UNSEEN_MIN_BASES:
             continue
@@ -394,7 +387,7 @@ def require_unseen(records, source: str | Path, data_root: str | Path | None = N
             raise DataRoleError(f"{source}: record {name} has the sequence of a record of "
                                 f"{hit[0]}, which has role '{hit[1]}' in the data manifest; "
                                 "refusing to use it for training")
-        near = _near_copy(seq, code, owner)
+        near = _near_copy(seq, codes)
         if near is not None:
             share, start, k = near
             raise DataRoleError(
