@@ -94,16 +94,21 @@ def labels_from_tracks(tracks) -> np.ndarray:
     return _impl(tracks)
 
 
-def lm_corpus(data_root=None) -> Corpus:
-    """Train and pretrain-only genomes for nucleotide language-model pretraining."""
+def lm_files(data_root=None) -> list[str]:
+    """The files :func:`lm_corpus` reads, in its order: train and pretrain-only genomes."""
     rels = manifest_files(["genomes/bacteria/*", "genomes/unannotated/*", "genomes/eukaryote_chunks/*.fa.gz"],
                           {"train", "pretrain-only"}, data_root)
     if not rels:
         raise InputError("the data manifest lists no train or pretrain-only genome under "
                          "genomes/bacteria/, genomes/unannotated/ or genomes/eukaryote_chunks/: "
                          "nothing to pretrain on")
+    return rels
+
+
+def lm_corpus(data_root=None) -> Corpus:
+    """Train and pretrain-only genomes for nucleotide language-model pretraining."""
     records, files = [], []
-    for rel in rels:
+    for rel in lm_files(data_root):
         _, info, seqs = guarded_sequences(rel, data_root)
         files.append(info)
         for name, seq in seqs:
@@ -111,7 +116,26 @@ def lm_corpus(data_root=None) -> Corpus:
     return Corpus(records, files)
 
 
+def file_lines(rels: list[str], data_root=None) -> list[dict]:
+    """The run manifest's lines (path, sha256, role) of ``rels``, as the corpus that reads them
+    lists them in :attr:`Corpus.files`, without reading their records: what a resumed run
+    compares before it reads anything (each file's bytes still pass the role guard)."""
+    return [_guarded(rel, data_root)[1] for rel in rels]
+
+
 EUKARYOTE_SOURCES = "genomes/eukaryote_chunks/"
+
+
+def annotation_files(data_root=None) -> list[str]:
+    """The files :func:`annotation_corpus` reads, in its order: each train-role bacterial
+    GenBank file, then each eukaryote chunk's GFF3 and FASTA."""
+    bacteria = manifest_files(["genomes/bacteria/*.gbff.gz"], {"train"}, data_root)
+    eukaryotes = manifest_files(["genomes/eukaryote_chunks/*.gff.gz"], {"train"}, data_root)
+    if not bacteria and not eukaryotes:
+        raise InputError("the data manifest lists no train-role annotated genome "
+                         "(genomes/bacteria/*.gbff.gz, genomes/eukaryote_chunks/*.gff.gz): "
+                         "nothing to train the annotation head on")
+    return bacteria + [r for gff in eukaryotes for r in (gff, gff.replace(".gff.gz", ".fa.gz"))]
 
 
 def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
@@ -122,20 +146,15 @@ def annotation_corpus(data_root=None, eukaryote_weight: float = 1.0) -> Corpus:
     from genoctx.io.annotation import label_tracks, read_features
 
     records, files = [], []
-    bacteria = manifest_files(["genomes/bacteria/*.gbff.gz"], {"train"}, data_root)
-    eukaryotes = manifest_files(["genomes/eukaryote_chunks/*.gff.gz"], {"train"}, data_root)
-    if not bacteria and not eukaryotes:
-        raise InputError("the data manifest lists no train-role annotated genome "
-                         "(genomes/bacteria/*.gbff.gz, genomes/eukaryote_chunks/*.gff.gz): "
-                         "nothing to train the annotation head on")
-    for rel in bacteria:
+    rels = annotation_files(data_root)
+    for rel in (r for r in rels if not r.startswith(EUKARYOTE_SOURCES)):
         path, info, seqs = guarded_sequences(rel, data_root)
         files.append(info)
         tracks = label_tracks(read_features(path), {n: len(s) for n, s in seqs})
         for name, seq in seqs:
             records.append(Record(name, nt.encode(seq), labels_from_tracks(tracks[name]),
                                   _weight(rel), rel))
-    for rel in eukaryotes:
+    for rel in (r for r in rels if r.startswith(EUKARYOTE_SOURCES) and r.endswith(".gff.gz")):
         fa_rel = rel.replace(".gff.gz", ".fa.gz")
         gff_path, gff_info = _guarded(rel, data_root)
         _, fa_info, seqs = guarded_sequences(fa_rel, data_root)

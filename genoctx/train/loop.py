@@ -20,9 +20,9 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -110,6 +110,35 @@ def _json_default(o):
     raise TypeError(type(o))
 
 
+def _refuse_changed(state_dir: Path, saved: dict | None, settings: dict | None) -> None:
+    """InputError naming each of ``settings`` that differs from the ``saved`` ones; a setting
+    that the state predates (saved by an earlier version) is not compared."""
+    if settings is None or saved is None:
+        return
+    changed = [f"{k} {_shown(saved[k])} → {_shown(v)}" for k, v in settings.items()
+               if k in saved and saved[k] != v]
+    if changed:
+        raise InputError(f"{state_dir.parent} was started with other settings "
+                         f"({'; '.join(changed)}): a resumed run keeps the settings it "
+                         "began with; rerun with those, or give another --out")
+
+
+def refuse_other_settings(run_dir: Path, cfg: LoopConfig, settings: dict) -> None:
+    """What :func:`train_loop` refuses when it resumes ``run_dir`` with other settings, told
+    before the caller reads its data (a corpus takes seconds to minutes to read and guard):
+    ``settings`` as the caller will give them to :func:`train_loop`. A state that cannot be
+    read is left to :func:`train_loop`, which says what to do with it."""
+    state_dir = run_dir / "state"
+    try:
+        with safe_open(str(state_dir / "state.safetensors"), "pt") as fh:
+            header = fh.metadata() or {}
+        text = header.get(STATE_META) or (state_dir / "state.json").read_text()
+        saved = json.loads(text).get("settings")
+    except (SafetensorError, OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return
+    _refuse_changed(state_dir, saved, {**run_settings(cfg), **settings})
+
+
 def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> dict | None:
     """The saved state's metadata, after loading its weights into ``model`` and ``opt``; None
     when there is none. A state saved with other ``settings``, or damaged, is an
@@ -142,15 +171,7 @@ def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> di
         step, groups = int(meta["step"]), meta["param_groups"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{source} is damaged ({exc}); {fix}") from None
-    saved = meta.get("settings")
-    if settings is not None and saved is not None:
-        # a setting that the state predates (saved by an earlier version) is not compared
-        changed = [f"{k} {_shown(saved[k])} → {_shown(v)}" for k, v in settings.items()
-                   if k in saved and saved[k] != v]
-        if changed:
-            raise InputError(f"{state_dir.parent} was started with other settings "
-                             f"({'; '.join(changed)}): a resumed run keeps the settings it "
-                             "began with; rerun with those, or give another --out")
+    _refuse_changed(state_dir, meta.get("settings"), settings)
     try:
         tensors = load_file(str(state_dir / "state.safetensors"))
     except (SafetensorError, OSError) as exc:

@@ -42,7 +42,7 @@ from genoctx.model import checkpoint
 from genoctx.model.model import BOS_ID, GenoCtxModel
 from genoctx.train import corpus as corpus_mod
 from genoctx.train.distributed import DataParallel, from_env
-from genoctx.train.loop import LoopConfig, command_line, train_loop
+from genoctx.train.loop import LoopConfig, command_line, refuse_other_settings, train_loop
 
 
 @dataclass(kw_only=True)
@@ -150,18 +150,27 @@ def _write_run_record(run_dir: Path, recipe: Recipe, corpus, extra: dict,
         tmp.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
 
 
-def _settings(recipe: Recipe, corpus, init: dict | None = None) -> dict:
+def _settings(recipe: Recipe, files: list[dict], init: dict | None = None) -> dict:
     """What a resumed run must share with its start, beside the loop's schedule and seed: the
     recipe's shape, the weights it started from (``init``: :func:`_init_digests`) and the input
     files it reads (``data_files_sha256``: :func:`data_files_digest`). A resume with another
     ``--init`` or ``--data-root`` was accepted, and its run record then named only the last
-    invocation's init and files."""
+    invocation's init and files. ``files`` are the corpus's (:attr:`Corpus.files`, or
+    :func:`genoctx.train.corpus.file_lines` before it is read)."""
     init = init or {}
     return {"recipe": recipe.name, "flavour": recipe.flavour, "seq_len": recipe.seq_len,
             "batch_size": recipe.batch_size, "eukaryote_weight": recipe.eukaryote_weight,
             "init_sha256": init.get("model_sha256"),
             "init_head_sha256": init.get("head_sha256"),
-            "data_files_sha256": data_files_digest(corpus.files)}
+            "data_files_sha256": data_files_digest(files)}
+
+
+def _refuse_other_settings(recipe: Recipe, run_dir: Path, dp: DataParallel, rels: list[str],
+                           data_root, init: dict | None = None) -> None:
+    """A resume of ``run_dir`` with other settings (another --init or data root among them) is
+    refused before the corpus is read: it took as long as reading and guarding every file."""
+    settings = _settings(recipe, corpus_mod.file_lines(rels, data_root), init)
+    dp.first_decides(lambda: refuse_other_settings(run_dir, recipe.loop, settings))
 
 
 def data_files_digest(files: list[dict]) -> str:
@@ -188,6 +197,7 @@ def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
     process)."""
     dp = from_env(device)
     mine = dp.rows(recipe.batch_size)  # this process's share of every batch (checked first)
+    _refuse_other_settings(recipe, run_dir, dp, corpus_mod.lm_files(data_root), data_root)
     corpus = corpus_mod.lm_corpus(data_root)
     torch.manual_seed(recipe.loop.seed)
     model = GenoCtxModel.from_config(recipe.flavour, backend="auto").to(dp.device)
@@ -198,7 +208,7 @@ def run_lm(recipe: Recipe, data_root, run_dir: Path, quiet: bool = False,
         return model.lm_loss(torch.from_numpy(ids[mine]).to(dp.device))
 
     res = train_loop(model, step, sampler, run_dir, recipe.loop, title="lm pretraining",
-                     quiet=quiet, dp=dp, settings=_settings(recipe, corpus))
+                     quiet=quiet, dp=dp, settings=_settings(recipe, corpus.files))
     export = run_dir / "export"
     if dp.main:
         model.eval().save_pretrained(export)
@@ -216,6 +226,9 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
     ``device``."""
     dp = from_env(device)
     mine = dp.rows(recipe.batch_size)
+    init_digests = _init_digests(init) if init is not None else None
+    _refuse_other_settings(recipe, run_dir, dp, corpus_mod.annotation_files(data_root),
+                           data_root, init_digests)
     corpus = corpus_mod.annotation_corpus(data_root, recipe.eukaryote_weight)
     torch.manual_seed(recipe.loop.seed)
     if init is not None and (checkpoint.resolve_checkpoint(init) / HEAD_WEIGHTS).is_file():
@@ -239,9 +252,8 @@ def run_annotation(recipe: Recipe, data_root, run_dir: Path, init: Path | None,
         aux = backbone.aux_loss()
         return {"loss": ce + LM_WEIGHT * lm + aux, "ce": ce, "lm": lm, "aux": aux}
 
-    init_digests = _init_digests(init) if init is not None else None
     res = train_loop(model, step, sampler, run_dir, recipe.loop, title="annotation head",
-                     quiet=quiet, dp=dp, settings=_settings(recipe, corpus, init_digests))
+                     quiet=quiet, dp=dp, settings=_settings(recipe, corpus.files, init_digests))
     export = run_dir / "export"
     from genoctx.heads.annotation import save_annotation_model
 

@@ -12,7 +12,8 @@ def _train(tmp_path, data_root, out, *extra):
     args = [sys.executable, "-m", "genoctx", "train", "--recipe", "annotation", "--steps", "1",
             "--batch-size", "2", "--seq-len", "128", "--threads", "1", "--quiet",
             "--data-root", str(data_root), "--out", out, *extra]
-    res = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     export = tmp_path / out / "export"
     return load_file(str(export / "head.safetensors")), load_file(str(export / "model.safetensors"))
@@ -29,6 +30,11 @@ def test_init_from_an_annotation_export_keeps_its_head(tmp_path, data_root):
         torch.testing.assert_close(model_b[k], model_a[k], rtol=0, atol=1e-6, msg=k)
     record = json.loads((tmp_path / "b" / "export" / "TRAINING.json").read_text())
     assert record["init"] == "a/export"
+    # what a resume compares before reading the corpus is what the corpus read lists
+    from genoctx.train import corpus as corpus_mod
+
+    assert record["data_files"] == corpus_mod.file_lines(corpus_mod.annotation_files(data_root),
+                                                         data_root)
     assert record["eukaryote_weight"] == 4.0
     assert 0.25 < record["sample_shares"]["eukaryote"] < 0.35  # ~0.10 at weight 1
     # from a backbone-only checkpoint (an lm export) the head starts afresh
@@ -88,6 +94,11 @@ def test_a_resume_with_another_init_or_data_root_is_refused(tmp_path, data_root)
     refused("ann", "init_sha256", *ann)  # the same command without --init
     record = json.loads((tmp_path / "ann" / "run.json").read_text())
     assert record["init"] == "lm/export" and len(record["init_sha256"]) == 64
+    from genoctx.train import corpus as corpus_mod  # what a resume compares before reading
+
+    lm_record = json.loads((tmp_path / "lm" / "run.json").read_text())
+    assert lm_record["data_files"] == corpus_mod.file_lines(corpus_mod.lm_files(data_root),
+                                                            data_root)
     assert record["cwd"] == str(tmp_path)  # what the relative paths of its command are under
 
 
@@ -112,3 +123,33 @@ def test_the_recorded_command_reruns_as_given(monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     line = command_line()
     assert line.startswith("genoctx train ") and shlex.split(line)[1:] == args
+
+
+def test_a_resume_with_other_data_is_refused_before_the_data_is_read(tmp_path, data_root,
+                                                                     monkeypatch):
+    """The refusal above came only after the whole corpus was read and guarded (seconds here,
+    minutes on more data): the files' digests are now compared before any record is read."""
+    import pytest
+    from safetensors.torch import save_file
+
+    from genoctx.errors import InputError
+    from genoctx.train import corpus as corpus_mod
+    from genoctx.train import recipes
+    from genoctx.train.loop import STATE_META
+
+    state = tmp_path / "run" / "state"
+    state.mkdir(parents=True)
+    meta = {"step": 1, "param_groups": [], "settings": {"data_files_sha256": "0" * 64}}
+    save_file({"x": torch.zeros(1)}, str(state / "state.safetensors"),
+              metadata={STATE_META: json.dumps(meta)})
+
+    def read(*_, **__):
+        raise AssertionError("the corpus was read before the settings were compared")
+
+    monkeypatch.setattr(corpus_mod, "lm_corpus", read)
+    monkeypatch.setattr(corpus_mod, "annotation_corpus", read)
+    for name, run in (("lm", lambda r: recipes.run_lm(r, data_root, tmp_path / "run", quiet=True)),
+                      ("annotation", lambda r: recipes.run_annotation(
+                          r, data_root, tmp_path / "run", None, quiet=True))):
+        with pytest.raises(InputError, match=r"other settings \(data_files_sha256 '000000000000…"):
+            run(recipes.get_recipe(name, steps=2))
