@@ -413,15 +413,27 @@ def drop_cds_in_rna(genes: list[GeneCall], rnas: list[RNACall],
     """The CDS calls that overlap no RNA gene (either strand) by ``min_overlap`` bases or more.
     ``lengths``: contig lengths, which place the pieces of a call across the origin of a
     circular contig (its end past the length)."""
+    from bisect import bisect_left
+
     from genoctx.io.writers import forward_parts
 
     by_contig: dict[str, list[tuple[int, int]]] = {}
     for r in rnas:
         by_contig.setdefault(r.contig, []).extend(forward_parts(r, lengths))
-    keep = []
-    for g in genes:
-        spans = by_contig.get(g.contig, ())
-        if not any(min(b, e) - max(a, s) >= min_overlap
-                   for a, b in forward_parts(g, lengths) for s, e in spans):
-            keep.append(g)
-    return keep
+    for spans in by_contig.values():
+        spans.sort()
+    starts = {c: [s for s, _ in spans] for c, spans in by_contig.items()}
+    longest = {c: max(e - s for s, e in spans) for c, spans in by_contig.items()}
+
+    def near(contig: str, a: int, b: int):
+        """The spans that can overlap [a, b) by a base or more: they start before b and after
+        a - the longest span (every span when an overlap of 0 or less counts)."""
+        spans = by_contig.get(contig, [])
+        if min_overlap < 1 or not spans:
+            return spans
+        return spans[bisect_left(starts[contig], a - longest[contig]):
+                     bisect_left(starts[contig], b)]
+
+    return [g for g in genes
+            if not any(min(b, e) - max(a, s) >= min_overlap
+                       for a, b in forward_parts(g, lengths) for s, e in near(g.contig, a, b))]

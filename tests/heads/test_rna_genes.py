@@ -168,6 +168,30 @@ def test_cds_calls_inside_rna_genes_are_dropped():
     assert kept == [genes[0], genes[3]]
 
 
+def test_cds_calls_overlapping_rna_genes_are_those_of_a_comparison_with_every_gene():
+    """Only the RNA genes near a call are compared with it (by start, back to the longest RNA
+    gene's length): a long gene that starts far before a call still drops it, and on random
+    sets the calls kept are those of comparing every pair."""
+    import random
+
+    rnas = [RNACall("c", 0, 4000, 1, "rRNA", float("nan")),
+            RNACall("c", 5000, 5080, -1, "tRNA", float("nan"))]
+    genes = [GeneCall("c", 3900, 4500, 1, 0.5, "ATG"),    # 100 bp into the long gene
+             GeneCall("c", 4100, 4990, 1, 0.5, "ATG"),    # between them: kept
+             GeneCall("c", 5040, 6000, -1, 0.5, "ATG")]   # 40 bp into the tRNA
+    assert rna_genes.drop_cds_in_rna(genes, rnas) == [genes[1]]
+    rng = random.Random(7)
+    for _ in range(50):
+        rnas = [RNACall("c", s, s + rng.randint(70, 3000), 1, "rRNA", float("nan"))
+                for s in (rng.randint(0, 20_000) for _ in range(rng.randint(1, 6)))]
+        genes = [GeneCall("c", s, s + rng.randint(90, 2000), rng.choice((1, -1)), 0.5, "ATG")
+                 for s in (rng.randint(0, 22_000) for _ in range(40))]
+        for least in (30, 1, 0):
+            every = [g for g in genes if not any(
+                min(g.end, r.end) - max(g.start, r.start) >= least for r in rnas)]
+            assert rna_genes.drop_cds_in_rna(genes, rnas, least) == every
+
+
 def test_missing_package_is_a_clear_error(monkeypatch):
     import importlib
 
