@@ -32,40 +32,57 @@ def packed_kmers(code: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     >>> packed_kmers(encode(b"ACGTN"), 2)[0].tolist(), packed_kmers(encode(b"ACGTN"), 2)[1].tolist()
     ([1, 6, 11, 12], [True, True, True, False])
     """
-    out_type = code_dtype(k)
-    n = len(code) - k + 1
-    if k < 1 or n <= 0:
-        return np.zeros(0, out_type), np.zeros(0, bool)
-    powers = {1: np.asarray(code, np.uint8) & np.uint8(3)}
-    width = 1
-    while 2 * width <= k:  # codes of 2w-mers from those of w-mers
-        part = powers[width]
-        dtype = code_dtype(2 * width)
-        m = len(part) - width
-        joined = part[:m].astype(dtype) << dtype(2 * width)
-        joined |= part[width:width + m]
-        powers[2 * width] = joined
-        width *= 2
-    out, at = None, 0
-    for width in sorted(powers, reverse=True):  # k's binary expansion, first bases first
-        if k - at < width:
-            continue
-        part = powers[width][at:at + n]
-        if out is None:
-            out = part.astype(out_type)
-        else:
-            out <<= out_type(2 * width)
-            out |= part
-        at += width
-    bad = np.concatenate([[0], np.cumsum(np.asarray(code) > 3, dtype=np.int64)])
-    return out, bad[k:k + n] == bad[:n]
+    return _packed(code, k), _all_acgt(code, k)
 
 
 def canonical_kmers(code: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """As :func:`packed_kmers`, each code the smaller of the k-mer's and its reverse
     complement's: the same value for a k-mer read on either strand."""
-    fwd, ok = packed_kmers(code, k)
+    fwd = _packed(code, k)
     rc = (np.uint8(3) - (np.asarray(code, np.uint8) & np.uint8(3)))[::-1]
-    rev = packed_kmers(rc, k)[0][::-1]  # the reverse strand's k-mer that ends where each starts
-    np.minimum(fwd, rev, out=fwd)
-    return fwd, ok
+    np.minimum(fwd, _packed(rc, k)[::-1], out=fwd)  # the reverse strand's k-mer at each start
+    return fwd, _all_acgt(code, k)
+
+
+def _packed(code: np.ndarray, k: int) -> np.ndarray:
+    out_type = code_dtype(k)
+    n = len(code) - k + 1
+    if k < 1 or n <= 0:
+        return np.zeros(0, out_type)
+    kept = {1 << i for i in range(k.bit_length()) if k >> i & 1}  # k's binary expansion
+    powers = {1: np.asarray(code, np.uint8) & np.uint8(3)}
+    width = 1
+    while 2 * width <= k:  # codes of 2w-mers from those of w-mers
+        part = powers[width] if width in kept else powers.pop(width)  # memory: drop the rest
+        dtype = code_dtype(2 * width)
+        m = len(part) - width
+        joined = part[:m].astype(dtype) << dtype(2 * width)
+        joined |= part[width:width + m]
+        powers[2 * width] = joined
+        del part
+        width *= 2
+    out, at = None, 0
+    for width in sorted(powers, reverse=True):  # k's binary expansion, first bases first
+        if width not in kept:
+            continue
+        part = powers.pop(width)[at:at + n]
+        if out is None:
+            out = part if part.dtype == out_type and at == 0 and len(part) == n else \
+                part.astype(out_type)
+        else:
+            out <<= out_type(2 * width)
+            out |= part
+        at += width
+    return out
+
+
+def _all_acgt(code: np.ndarray, k: int) -> np.ndarray:
+    """Whether each k-mer of ``code`` holds only A/C/G/T (codes below 4)."""
+    n = len(code) - k + 1
+    if k < 1 or n <= 0:
+        return np.zeros(0, bool)
+    bad = np.cumsum(np.asarray(code) > 3, dtype=np.int32 if len(code) < 2**31 else np.int64)
+    ok = np.empty(n, bool)
+    ok[0] = bad[k - 1] == 0
+    np.equal(bad[k:], bad[:n - 1], out=ok[1:])
+    return ok
