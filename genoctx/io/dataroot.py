@@ -344,18 +344,24 @@ def _near_copy(seq: bytes, codes: list[np.ndarray]) -> tuple[float, int, int] | 
     sample, at = sample[ok], at[ok]
     if len(sample) < _NEAR_COPY_MIN_SAMPLES or not codes:
         return None
-    in_file = np.zeros((len(codes), len(sample)), bool)
-    for f, code in enumerate(codes):
-        if len(code):
-            in_file[f] = code[np.minimum(np.searchsorted(code, sample), len(code) - 1)] == sample
-    found = in_file.any(axis=0)
+
+    def in_file(code: np.ndarray, x: np.ndarray) -> np.ndarray:
+        if not len(code):
+            return np.zeros(len(x), bool)
+        return code[np.minimum(np.searchsorted(code, x), len(code) - 1)] == x
+
+    found = np.zeros(len(sample), bool)
+    for code in codes:
+        found |= in_file(code, sample)
     w = min(NEAR_COPY_SAMPLES, len(sample))
     run = np.concatenate([[0], np.cumsum(found)])
     per = run[w:] - run[:-w]
     best = int(np.argmax(per))
     if per[best] < NEAR_COPY_SHARE * w:
         return None
-    return per[best] / w, int(at[best]), int(in_file[:, best:best + w].sum(axis=1).argmax())
+    window = sample[best:best + w]
+    owner = int(np.argmax([in_file(code, window).sum() for code in codes]))
+    return per[best] / w, int(at[best]), owner
 
 
 def trainable_sequences(path: str | Path, data_root: str | Path | None = None,
