@@ -29,19 +29,12 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(
 import numpy as np
 
 from genoctx.io import dataroot
-from genoctx.io.annotation import read_sequences
 
 
 def held_out_records(root: Path) -> list[bytes]:
     """Each compared file's records joined by N, as the index reads them."""
-    out = []
-    for e in sorted(dataroot.load_manifest(root).values(), key=lambda e: e.path):
-        if e.role in dataroot.COMPARED_ROLES and dataroot._is_sequence_file(e.path):
-            path = root / e.path
-            records = (dataroot._archive_sequences(path) if dataroot._is_archive(e.path)
-                       else read_sequences(path, unique=False))
-            out.append(b"N".join(seq for _, seq in records))
-    return out
+    return [b"N".join(seq for _, seq in records)
+            for _, _, records in dataroot.held_out_records(root)]
 
 
 def codes_before(seq: bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -285,23 +285,9 @@ def kmer_codes(seq: bytes, positions: np.ndarray | None = None) -> tuple[np.ndar
     of ``seq`` starting at ``positions`` (every start when None), and a mask of those that hold
     only A/C/G/T (any case; U as T); the codes of the others mean nothing."""
     code = _BASE_CODE[np.frombuffer(bytes(seq), np.uint8)]
-    if positions is None:
-        return canonical_kmers(code, KMER)
-    n = len(code) - KMER + 1
-    if n <= 0:
+    if len(code) < KMER:
         return np.zeros(0, np.uint64), np.zeros(0, bool)
-    at = np.asarray(positions, dtype=np.int64)
-    fwd = np.zeros(len(at), np.uint64)
-    rev = np.zeros(len(at), np.uint64)
-    two = np.uint64(2)
-    for j in range(KMER):  # a few samples: one pass per base, gathering at the starts
-        fwd <<= two
-        fwd |= code[at + j] & 3
-        rev <<= two
-        rev |= 3 - (code[at + KMER - 1 - j] & 3)
-    bad = np.concatenate([[0], np.cumsum(code == 4)])
-    np.minimum(fwd, rev, out=fwd)
-    return fwd, bad[at + KMER] == bad[at]
+    return canonical_kmers(code, KMER, positions)
 
 
 @functools.lru_cache(maxsize=2)
@@ -311,10 +297,23 @@ def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], list[np.ndar
     files of :data:`COMPARED_ROLES` under ``root`` (read once per process; one missing is an
     error): ``{sequence digest: (path, role)}``, the sorted canonical 32-mer codes of each
     file, and the files' ``(path, role)``."""
-    from genoctx.io.annotation import read_sequences
-
     digests: dict[str, tuple[str, str]] = {}
     codes, files = [], []
+    for rel, role, records in held_out_records(root):
+        for _, seq in records:
+            if len(seq) >= UNSEEN_MIN_BASES:
+                digests.setdefault(sequence_digest(seq), (rel, role))
+        c, ok = kmer_codes(b"N".join(seq for _, seq in records))  # no k-mer across records
+        codes.append(np.sort(c[ok]))
+        files.append((rel, role))
+    return digests, codes, files
+
+
+def held_out_records(root: str | Path):
+    """``(path, role, records)`` of each sequence file of :data:`COMPARED_ROLES` in the
+    manifest under ``root``, by path; one missing is a :class:`DataRoleError`."""
+    from genoctx.io.annotation import read_sequences
+
     for e in sorted(load_manifest(root).values(), key=lambda e: e.path):
         path = Path(root) / e.path
         if e.role not in COMPARED_ROLES or not _is_sequence_file(e.path):
@@ -323,15 +322,8 @@ def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], list[np.ndar
             raise DataRoleError(f"{e.path} (role '{e.role}' in the data manifest) is missing "
                                 f"under {root}; training compares every record with the "
                                 "held-out sequences, so the data root must hold them all")
-        records = (_archive_sequences(path) if _is_archive(e.path)
-                   else read_sequences(path, unique=False))
-        for _, seq in records:
-            if len(seq) >= UNSEEN_MIN_BASES:
-                digests.setdefault(sequence_digest(seq), (e.path, e.role))
-        c, ok = kmer_codes(b"N".join(seq for _, seq in records))  # no k-mer across records
-        codes.append(np.sort(c[ok]))
-        files.append((e.path, e.role))
-    return digests, codes, files
+        yield e.path, e.role, (_archive_sequences(path) if _is_archive(e.path)
+                               else read_sequences(path, unique=False))
 
 
 def _near_copy(seq: bytes, codes: list[np.ndarray]) -> tuple[float, int, int] | None:

@@ -35,13 +35,31 @@ def packed_kmers(code: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _packed(code, k), _all_acgt(code, k)
 
 
-def canonical_kmers(code: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def canonical_kmers(code: np.ndarray, k: int,
+                    positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """As :func:`packed_kmers`, each code the smaller of the k-mer's and its reverse
-    complement's: the same value for a k-mer read on either strand."""
+    complement's: the same value for a k-mer read on either strand. With ``positions``, only
+    the k-mers starting there (each within the sequence): k passes over the starts, for a
+    sample of a long sequence."""
+    if positions is not None:
+        return _canonical_at(code, k, np.asarray(positions, dtype=np.int64))
     fwd = _packed(code, k)
     rc = (np.uint8(3) - (np.asarray(code, np.uint8) & np.uint8(3)))[::-1]
     np.minimum(fwd, _packed(rc, k)[::-1], out=fwd)  # the reverse strand's k-mer at each start
     return fwd, _all_acgt(code, k)
+
+
+def _canonical_at(code: np.ndarray, k: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    dtype = code_dtype(k)
+    fwd, rev, two = np.zeros(len(at), dtype), np.zeros(len(at), dtype), dtype(2)
+    for j in range(k):  # one pass per base, gathering at the starts
+        fwd <<= two
+        fwd |= code[at + j] & 3
+        rev <<= two
+        rev |= 3 - (code[at + k - 1 - j] & 3)
+    np.minimum(fwd, rev, out=fwd)
+    bad = np.concatenate([[0], np.cumsum(np.asarray(code) > 3)])
+    return fwd, bad[at + k] == bad[at]
 
 
 def _packed(code: np.ndarray, k: int) -> np.ndarray:
@@ -66,9 +84,8 @@ def _packed(code: np.ndarray, k: int) -> np.ndarray:
         if width not in kept:
             continue
         part = powers.pop(width)[at:at + n]
-        if out is None:
-            out = part if part.dtype == out_type and at == 0 and len(part) == n else \
-                part.astype(out_type)
+        if out is None:  # the level itself when k is a power of two (popped: ours)
+            out = part.astype(out_type, copy=False)
         else:
             out <<= out_type(2 * width)
             out |= part

@@ -128,28 +128,18 @@ def refuse_other_settings(run_dir: Path, cfg: LoopConfig, settings: dict) -> Non
     before the caller reads its data (a corpus takes seconds to minutes to read and guard):
     ``settings`` as the caller will give them to :func:`train_loop`. A state that cannot be
     read is left to :func:`train_loop`, which says what to do with it."""
-    state_dir = run_dir / "state"
     try:
-        with safe_open(str(state_dir / "state.safetensors"), "pt") as fh:
-            header = fh.metadata() or {}
-        text = header.get(STATE_META) or (state_dir / "state.json").read_text()
-        saved = json.loads(text).get("settings")
-    except (SafetensorError, OSError, UnicodeDecodeError, ValueError, AttributeError):
+        saved = _state_meta(run_dir / "state")
+    except InputError:
         return
-    _refuse_changed(state_dir, saved, {**run_settings(cfg), **settings})
+    if saved is not None:
+        _refuse_changed(run_dir / "state", saved[0].get("settings"),
+                        {**run_settings(cfg), **settings})
 
 
-def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> dict | None:
-    """The saved state's metadata, after loading its weights into ``model`` and ``opt``; None
-    when there is none. A state saved with other ``settings``, or damaged, is an
-    :class:`InputError` that says what to do.
-
-    The metadata is read from ``state.safetensors``'s header. A state written by an earlier
-    version keeps it in ``state.json`` beside the tensors, two files replaced one after the
-    other: such a pair is used only when the optimiser's own step count (saved with the
-    tensors) is the step that ``state.json`` names, since a stop between the two renames left
-    one step's weights beside another step's sampler and RNG state, and resumed silently to
-    another result."""
+def _state_meta(state_dir: Path) -> tuple[dict, Path] | None:
+    """The saved state's metadata and the file it came from (see :func:`_load_state`); None
+    when there is no state; :class:`InputError` for one that cannot be read."""
     path, old = state_dir / "state.safetensors", state_dir / "state.json"
     fix = f"remove {state_dir} to start the run again, or give another --out"
     if not path.is_file():
@@ -168,9 +158,29 @@ def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> di
                          f"cannot resume; {fix}")
     try:
         meta = json.loads(header[STATE_META] if source == path else old.read_text())
-        step, groups = int(meta["step"]), meta["param_groups"]
+        meta["step"], meta["param_groups"] = int(meta["step"]), meta["param_groups"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{source} is damaged ({exc}); {fix}") from None
+    return meta, source
+
+
+def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> dict | None:
+    """The saved state's metadata, after loading its weights into ``model`` and ``opt``; None
+    when there is none. A state saved with other ``settings``, or damaged, is an
+    :class:`InputError` that says what to do.
+
+    The metadata is read from ``state.safetensors``'s header. A state written by an earlier
+    version keeps it in ``state.json`` beside the tensors, two files replaced one after the
+    other: such a pair is used only when the optimiser's own step count (saved with the
+    tensors) is the step that ``state.json`` names, since a stop between the two renames left
+    one step's weights beside another step's sampler and RNG state, and resumed silently to
+    another result."""
+    saved = _state_meta(state_dir)
+    if saved is None:
+        return None
+    meta, source = saved
+    step, old = meta["step"], state_dir / "state.json"
+    fix = f"remove {state_dir} to start the run again, or give another --out"
     _refuse_changed(state_dir, meta.get("settings"), settings)
     try:
         tensors = load_file(str(state_dir / "state.safetensors"))
@@ -189,7 +199,6 @@ def _load_state(state_dir: Path, model, opt, settings: dict | None = None) -> di
     except RuntimeError:
         raise InputError(f"{state_dir} holds the state of another model (another recipe or "
                          f"--init); {fix}") from None
-    meta["step"], meta["param_groups"] = step, groups
     state: dict = {}
     for k, v in tensors.items():
         if k.startswith("opt."):

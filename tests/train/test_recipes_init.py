@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -129,7 +130,6 @@ def test_a_resume_with_other_data_is_refused_before_the_data_is_read(tmp_path, d
                                                                      monkeypatch):
     """The refusal above came only after the whole corpus was read and guarded (seconds here,
     minutes on more data): the files' digests are now compared before any record is read."""
-    import pytest
     from safetensors.torch import save_file
 
     from genoctx.errors import InputError
