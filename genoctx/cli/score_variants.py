@@ -448,21 +448,31 @@ def _warn_unannotated(counts: dict[str, int], fa, covered: frozenset,
     return sum(missing.values())
 
 
-def _load_model(model: str, device: str, want_head: bool):
-    """``(backbone, head or None, sha256)``; the head only when wanted and present; ``model``
-    ``none``: ``(None, None, None)``."""
+def _check_model(model: str) -> str | None:
+    """The checkpoint's sha256 (``None`` for ``none``), checked without loading it: a wrong
+    path or changed weights fail in a fraction of a second, before the VCF is read."""
     if model == "none":
-        return None, None, None
+        return None
+    from genoctx.model import checkpoint
+
+    return checkpoint.verify_digest(checkpoint.resolve_checkpoint(model))
+
+
+def _load_model(model: str, device: str, want_head: bool):
+    """``(backbone, head or None)``; the head only when wanted and present; ``model``
+    ``none``: ``(None, None)``."""
+    if model == "none":
+        return None, None
+    from genoctx.cli.common import resolve_device
     from genoctx.heads.annotation import HEAD_CONFIG, HEAD_WEIGHTS, load_annotation_model
     from genoctx.model import checkpoint
     from genoctx.model.model import GenoCtxModel
 
+    device = resolve_device(device)  # auto: imports torch, so only once the model is needed
     directory = checkpoint.resolve_checkpoint(model)
-    sha = checkpoint.verify_digest(directory)
     if want_head and (directory / HEAD_WEIGHTS).is_file() and (directory / HEAD_CONFIG).is_file():
-        backbone, head = load_annotation_model(model, device=device)
-        return backbone, head, sha
-    return GenoCtxModel.from_pretrained(model, device=device), None, sha
+        return load_annotation_model(model, device=device)
+    return GenoCtxModel.from_pretrained(model, device=device), None
 
 
 def _annotator(fa, annotation: Path | None, collector, backbone, head, batch_size: int,
@@ -563,10 +573,13 @@ def score_vcf(vcf: Path, reference: Path, out: Path | None, *, model: str = "emb
             declared = {c: vf.header.contigs[c].length for c in vf.header.contigs}
         fa = stack.enter_context(FastaFile(reference))
         _warn_lengths(declared, fa.lengths)
-        backbone, head, sha = _load_model(model, device, want_head=annotation is None)
+        sha = _check_model(model)
         collector = TargetCollector(fa.lengths) if annotation is None else None
         counts: dict[str, int] = {}
+        # the VCF is surveyed before the model loads (torch, weights: seconds), so that the
+        # wrong reference or chr prefixes are named at once
         total = _survey(vcf, fa, collector, declared, counts)
+        backbone, head = _load_model(model, device, want_head=annotation is None)
         params = None
         if annotation is None:
             import dataclasses
@@ -840,7 +853,7 @@ def score_variants_cmd(
 def _score_variants(variants, reference, out, model, context, annotation, batch_size, device,
                     translation_table, circular, circular_declared, quiet,
                     reference_name: str | None = None) -> None:
-    from genoctx.cli.common import resolve_device
+    from genoctx.cli.common import check_device_name, resolve_device
     from genoctx.io.fasta import circular_headers
 
     rings: list[str] = []
@@ -860,7 +873,10 @@ def _score_variants(variants, reference, out, model, context, annotation, batch_
         out = None
     summary = score_vcf(variants, reference, out, model=model, context=context,
                         annotation=annotation, batch_size=batch_size,
-                        device=resolve_device(device), quiet=quiet,
+                        # cuda without one is refused up front; auto is resolved (torch
+                        # imported) when the model loads, after the inputs are checked
+                        device=(resolve_device(device) if device.startswith("cuda")
+                                else check_device_name(device)), quiet=quiet,
                         translation_table=translation_table,
                         circular=frozenset(rings) if circular_declared else circular,
                         reference_name=reference_name)

@@ -305,6 +305,29 @@ def test_bad_inputs_exit_2_with_one_line(cli, tmp_path, human_vcf, human_ref, mo
     assert not out.exists() and set(tmp_path.iterdir()) == before
 
 
+def test_the_wrong_reference_is_named_before_the_model_loads(cli, tmp_path, human_ref, model_dir,
+                                                             monkeypatch):
+    """A VCF on other contigs (chr prefixes, another genome) was refused only after torch and
+    the weights had loaded, seconds into the run; a wrong --model is still refused before the
+    VCF is read."""
+    import genoctx.cli.score_variants as sv
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model loaded before the VCF was checked")
+
+    monkeypatch.setattr(sv, "_load_model", never)
+    vcf = write_vcf(tmp_path / "x.vcf", "chrX", 1000, ["chrX\t10\t.\tA\tC\t.\t.\t."])
+    code, _, err = cli(["score-variants", vcf, "-R", human_ref, "--model", model_dir,
+                        "-o", tmp_path / "out.vcf", "-q"])
+    assert code == 2 and "none of the VCF's contigs (chrX)" in err, err
+
+    monkeypatch.setattr(sv, "_survey", never)
+    code, _, err = cli(["score-variants", vcf, "-R", human_ref, "--model", tmp_path / "nope",
+                        "-o", tmp_path / "out.vcf", "-q"])
+    assert code == 2 and err.startswith("genoctx: error:") and "nope" in err, err
+    assert not (tmp_path / "out.vcf").exists()
+
+
 def test_predicted_gene_model_is_the_one_annotate_writes(example_fasta):
     """GCX_CONSEQ without --annotation comes from the same genes as `genoctx annotate` (the
     checkpoint's decoder settings and the RNA-gene filter), not from default settings."""
