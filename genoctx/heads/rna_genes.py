@@ -126,7 +126,8 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     pieces of it that the line's search found at the record's ends.
 
     ``threads``: nhmmer searches run side by side, one per profile and stretch (default: every
-    core this process may use), at most ``RRNA_MAX_THREADS`` (memory); the genes do not depend
+    core this process may use), at most ``RRNA_MAX_THREADS`` and as many as the memory available
+    holds (:func:`rrna_thread_cap`); the genes do not depend
     on it (:func:`_barrnap_hits`).
     """
     pybarrnap = _require("pybarrnap", "rRNA finding")
@@ -234,7 +235,7 @@ def _barrnap_hits(kept: list[tuple[str, bytes]], spans: list[tuple[int, int, int
         from genoctx.model.device import available_cores
 
         threads = available_cores()
-    threads = max(1, min(threads, RRNA_MAX_THREADS, len(jobs)))
+    threads = max(1, min(threads, RRNA_MAX_THREADS, len(jobs), rrna_thread_cap()))
     if threads == 1:
         found = [search(j) for j in jobs]
     else:
@@ -283,14 +284,26 @@ RRNA_GC_BASES = 20_000     # bp searched (by a 1,000-position profile) between c
 RRNA_EDGE_SLACK = 50      # bp: a partial rRNA ending this close to a sequence end is cut by it
 #                           (nhmmer's alignment stops 0-30 bp short of the end that cuts E. coli's
 #                           16S/23S/5S genes: python benchmarks/rna_edges.py)
-RRNA_MAX_THREADS = 4      # nhmmer searches side by side at most (find_rrna's default): a 23S
-                          # search holds about 1 GB (E. coli: 1.3 GB peak on 1 thread, 1.9 on 2-4)
+RRNA_MAX_THREADS = 32     # nhmmer searches side by side at most (find_rrna's default)
+RRNA_THREAD_BYTES = 300 << 20  # memory held per search at most (a 23S search of a 21-kb
+#                           stretch: ~12 kB per base); no more searches run side by side than
+#                           the memory available holds (E. coli, find_rrna peak RSS: 0.28 GB on
+#                           1 thread, 0.90 on 4, 1.31 on 8, 1.59 on 16)
 RRNA_SEED_K = 12          # bp: exact matches to the 16S/23S consensus (either strand)
 RRNA_SEED_GAP = 300       # bp: seeds closer than this form one cluster
 RRNA_SEED_MIN = 8         # seeds: a cluster this large is searched
 RRNA_FLANK = 8000         # bp searched on each side: > a 23S gene and barrnap's 3,878-bp window
 RRNA_5S_EVALUE = 10.0     # loose: any 5S-like stretch is searched again with barrnap's cutoff
 RRNA_JOIN = 6000          # bp on each side of a circle's origin searched joined: > a 23S gene
+
+
+def rrna_thread_cap() -> int:
+    """How many rRNA searches the memory this process may still take holds side by side
+    (``RRNA_THREAD_BYTES`` each), at least 1; ``RRNA_MAX_THREADS`` where it cannot be read."""
+    from genoctx.model.device import available_memory
+
+    have = available_memory()
+    return RRNA_MAX_THREADS if have is None else max(1, have // RRNA_THREAD_BYTES)
 
 
 def _text(name: str | bytes) -> str:

@@ -16,6 +16,42 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def available_memory() -> int | None:
+    """Bytes of memory this process may still take: the system's ``MemAvailable``, or less
+    where a cgroup (a container, a Slurm job) caps the process lower; ``None`` where neither
+    can be read (not Linux)."""
+    found = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # cgroup v2: this process's group, its limit less what it holds
+        with open("/proc/self/cgroup") as fh:
+            group = next((ln.split(":", 2)[2].strip() for ln in fh if ln.startswith("0::")), None)
+        if group is not None:
+            base = os.path.join("/sys/fs/cgroup", group.lstrip("/"))
+            with open(os.path.join(base, "memory.max")) as fh:
+                limit = fh.read().strip()
+            if limit != "max":
+                with open(os.path.join(base, "memory.current")) as fh:
+                    found.append(max(0, int(limit) - int(fh.read().strip())))
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # cgroup v1, as a container sees its own group
+        with open("/sys/fs/cgroup/memory/memory.limit_in_bytes") as fh:
+            limit = int(fh.read().strip())
+        if limit < 1 << 60:  # "no limit" reads as a number near 2^63
+            with open("/sys/fs/cgroup/memory/memory.usage_in_bytes") as fh:
+                found.append(max(0, limit - int(fh.read().strip())))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
 def check_device_name(device: str) -> str:
     """``device`` if it names a device genoctx can use (auto, cpu, cuda, cuda:N); else a clear
     error. Imports nothing heavy, so commands that may not run a model check it up front."""

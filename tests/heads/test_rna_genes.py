@@ -1,5 +1,7 @@
 """RNA genes from the sequence (ARAGORN tRNA/tmRNA, barrnap rRNA) against the GenBank annotation."""
 
+from pathlib import Path
+
 import pytest
 from Bio import SeqIO
 
@@ -145,6 +147,41 @@ def test_rrna_searches_side_by_side_are_barrnaps_single_call(ecoli_slice):
             assert float(a[5]) == pytest.approx(float(b[5]), rel=0.051)
     assert _rrna_key(rna_genes.find_rrna(recs, prefilter=False, threads=1)) == _rrna_key(
         rna_genes.find_rrna(recs, prefilter=False, threads=4))
+
+
+def test_rrna_searches_side_by_side_are_as_many_as_the_memory_holds(ecoli_slice, monkeypatch):
+    """A search holds up to RRNA_THREAD_BYTES: on a machine of many cores and little memory
+    (or a cgroup's cap) fewer run at once; the cap once was a fixed 4 whatever the machine."""
+    import concurrent.futures
+
+    from genoctx.model import device
+
+    have = device.available_memory()
+    if Path("/proc/meminfo").exists():
+        total = next(int(ln.split()[1]) * 1024 for ln in open("/proc/meminfo")
+                     if ln.startswith("MemTotal:"))
+        assert have is not None and 0 < have <= total
+    monkeypatch.setattr(device, "available_memory", lambda: 3 * rna_genes.RRNA_THREAD_BYTES + 1)
+    assert rna_genes.rrna_thread_cap() == 3
+    monkeypatch.setattr(device, "available_memory", lambda: 1)
+    assert rna_genes.rrna_thread_cap() == 1
+    monkeypatch.setattr(device, "available_memory", lambda: None)
+    assert rna_genes.rrna_thread_cap() == rna_genes.RRNA_MAX_THREADS
+
+    contig, seq, _ = ecoli_slice
+    recs = [(contig, rna_genes.finder_sequence(seq[215_000:225_000]))]
+    spans = [(0, 0, 10_000)]
+    want = rna_genes._barrnap_hits(recs, spans, "bac", 1e-6, 1)
+    assert want
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("searches ran side by side beyond the memory's cap")
+
+    monkeypatch.setattr(device, "available_memory", lambda: rna_genes.RRNA_THREAD_BYTES)
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", no_pool)
+    got = rna_genes._barrnap_hits(recs, spans, "bac", 1e-6, 8)
+    assert [(r.query_name, r.start, r.end) for r, _ in got] == [
+        (r.query_name, r.start, r.end) for r, _ in want]
 
 
 def test_prefilter_regions_hold_the_genes_and_skip_sequence_without_them(ecoli_slice):
