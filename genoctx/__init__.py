@@ -12,7 +12,8 @@ so that ``import genoctx`` stays light)::
 __version__ = "0.1.0"
 
 _API = ("annotate", "embed", "load_model", "log_likelihood", "score_variants", "write_annotation")
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", "annotate", "embed", "load_model", "log_likelihood", "score_variants",
+           "write_annotation"]
 
 
 def __getattr__(name: str):

@@ -57,7 +57,7 @@ def _tokens(sequence: str | bytes, name: str = "sequence"):
     N, U as T); a protein or an empty string is refused."""
     import torch
 
-    from genoctx.io.fasta import check_nucleotide
+    from genoctx.io.fasta import protein_evidence
     from genoctx.tokenize import nucleotide as nt
 
     if isinstance(sequence, str):
@@ -68,20 +68,30 @@ def _tokens(sequence: str | bytes, name: str = "sequence"):
     sequence = bytes(sequence).replace(b"\n", b"").replace(b"\r", b"").replace(b" ", b"")
     if not sequence:
         raise InputError(f"{name} is empty")
-    check_nucleotide(name, sequence, "the sequence given")
+    why = protein_evidence(sequence)  # the rule a FASTA record is held to
+    if why:
+        raise InputError(f"{name} looks like a protein sequence ({why}); genoctx reads DNA")
     return torch.from_numpy(nt.encode(sequence).astype("int64"))[None]
 
 
-def embed(sequence: str | bytes, *, model: str | Path | GenoCtxModel = "embedded",
-          device: str = "auto", pool: str | None = None,
-          segment_len: int = SEGMENT_LEN) -> np.ndarray:
+def embed(sequence: str | bytes | Sequence[str | bytes], *,
+          model: str | Path | GenoCtxModel = "embedded", device: str = "auto",
+          pool: str | None = None, segment_len: int = SEGMENT_LEN):
     """Per-base embeddings of ``sequence``: ``[L, 2 * d_model]`` float32, the forward then the
     reverse-strand hidden state of each base (as ``genoctx embed``; RC-equivariant), or their
     mean ``[2 * d_model]`` with ``pool="mean"``. ``model``: a name, a checkpoint directory or a
-    model from :func:`load_model` (load once, embed many)."""
+    model from :func:`load_model` (load once, embed many).
+
+    A list of sequences (a probe's training set: promoters, reads, windows) gives a list of
+    ``[L_i, 2 * d_model]`` arrays, or one ``[N, 2 * d_model]`` array with ``pool="mean"``;
+    sequences of one length run together in batches of up to 32,768 bases, and each comes
+    out as it would alone.
+    """
     if pool not in (None, "none", "mean"):
         raise InputError(f"pool must be None or 'mean', got {pool!r}")
     net = _model(model, device)
+    if isinstance(sequence, (list, tuple)):
+        return _embed_many(net, sequence, pool == "mean", segment_len)
     tokens = _tokens(sequence).to(net.device)
     try:
         net.segment_length(segment_len, tokens.shape[1] + 1)
@@ -89,6 +99,36 @@ def embed(sequence: str | bytes, *, model: str | Path | GenoCtxModel = "embedded
         raise InputError(f"segment_len: {exc}") from None
     emb = net.embed(tokens, segment_len=segment_len)[0]
     return (emb.mean(0) if pool == "mean" else emb).float().cpu().numpy()
+
+
+BATCH_BASES = 32_768  # bases per model call when embedding many sequences
+
+
+def _embed_many(net: GenoCtxModel, sequences: Sequence, mean: bool, segment_len: int):
+    import numpy as np
+    import torch
+
+    if not sequences:
+        raise InputError("no sequences to embed")
+    ids = [_tokens(s, name=f"sequence {i + 1}")[0] for i, s in enumerate(sequences)]
+    by_length: dict[int, list[int]] = {}
+    for i, t in enumerate(ids):
+        by_length.setdefault(len(t), []).append(i)
+    out: list = [None] * len(ids)
+    for length, members in by_length.items():
+        if length >= segment_len:  # a long one alone, segment by segment (bounded memory)
+            for i in members:
+                emb = embed(sequences[i], model=net, segment_len=segment_len)
+                out[i] = emb.mean(0) if mean else emb
+            continue
+        step = max(1, BATCH_BASES // length)
+        for lo in range(0, len(members), step):
+            batch = members[lo:lo + step]
+            emb = net.embed(torch.stack([ids[i] for i in batch]).to(net.device))
+            emb = (emb.mean(1) if mean else emb).float().cpu().numpy()
+            for i, row in zip(batch, emb, strict=True):
+                out[i] = row
+    return np.stack(out) if mean else out
 
 
 def log_likelihood(sequence: str | bytes, *, model: str | Path | GenoCtxModel = "embedded",

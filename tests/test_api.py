@@ -28,6 +28,7 @@ def test_import_is_light_and_lists_the_functions():
     code = ("import sys, genoctx; assert 'torch' not in sys.modules, 'torch imported'; "
             "assert 'genoctx.api' not in sys.modules; print(sorted(genoctx.__all__))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert sorted(genoctx.__all__) == sorted(["__version__", *genoctx._API])
     for name in ("annotate", "embed", "load_model", "log_likelihood", "score_variants"):
         assert name in out.stdout and name in dir(genoctx)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
@@ -51,6 +52,27 @@ def test_embed_is_what_genoctx_embed_writes(cli, tmp_path, example_fasta, model,
                                emb.mean(0), rtol=1e-4, atol=1e-5)
 
 
+def test_many_sequences_embed_as_each_does_alone(model, bases):
+    seqs = [bases[:200], bases[500:700], bases[:90], bases[1000:1200].encode(), bases[100:300]]
+    alone = [genoctx.embed(s, model=model) for s in seqs]
+    many = genoctx.embed(seqs, model=model)
+    assert [m.shape for m in many] == [a.shape for a in alone]
+    for m, a in zip(many, alone):
+        np.testing.assert_allclose(m, a, rtol=1e-4, atol=1e-5)
+    pooled = genoctx.embed(seqs, model=model, pool="mean")
+    assert pooled.shape == (5, 2 * model.config.d_model)
+    np.testing.assert_allclose(pooled, np.stack([a.mean(0) for a in alone]), rtol=1e-4,
+                               atol=1e-5)
+    # one longer than a segment is embedded alone, segment by segment
+    long = genoctx.embed([bases[:300], bases], model=model, segment_len=256)
+    np.testing.assert_allclose(long[1], genoctx.embed(bases, model=model, segment_len=256),
+                               rtol=1e-4, atol=1e-5)
+    with pytest.raises(InputError, match="sequence 2 looks like a protein"):
+        genoctx.embed(["ACGT" * 10, "MKLVEEFFPQ" * 20], model=model)
+    with pytest.raises(InputError, match="no sequences"):
+        genoctx.embed([], model=model)
+
+
 def test_log_likelihood_reads_each_base_after_those_before_it(model, bases):
     import torch
 
@@ -70,7 +92,7 @@ def test_log_likelihood_reads_each_base_after_those_before_it(model, bases):
 
 
 @pytest.mark.parametrize("bad, message", [("", "empty"), ("MKLVEEFFPQ" * 20, "protein"),
-                                          (["ACGT"], "str or bytes")])
+                                          (42, "str or bytes")])
 def test_sequences_that_are_not_dna_are_refused(model, bad, message):
     for fn in (genoctx.embed, genoctx.log_likelihood):
         with pytest.raises(InputError, match=message):

@@ -440,14 +440,24 @@ def check_nucleotide(name: str, seq: bytes, source: str | Path) -> None:
     Raises:
         InputError: naming the record and the letters found.
     """
+    why = protein_evidence(seq)
+    if why:
+        raise InputError(f"{source}: record '{name}' looks like a protein sequence ({why}); "
+                         "genoctx reads DNA FASTA")
+
+
+def protein_evidence(seq: bytes) -> str | None:
+    """Why ``seq`` reads as protein (``"140 of 200 letters are amino-acid codes such as E,
+    F"``: at least :data:`PROTEIN_SHARE` of its letters are ones no nucleotide code uses), or
+    None."""
     if not seq:
-        return
+        return None
     rest = seq.translate(None, _AMINO_ONLY)
-    if len(seq) - len(rest) >= PROTEIN_SHARE * len(seq):
-        found = sorted({chr(b).upper() for b in set(seq) if b in _AMINO_ONLY})
-        raise InputError(f"{source}: record '{name}' looks like a protein sequence "
-                         f"({len(seq) - len(rest)} of {len(seq)} letters are amino-acid codes "
-                         f"such as {', '.join(found[:5])}); genoctx reads DNA FASTA")
+    if len(seq) - len(rest) < PROTEIN_SHARE * len(seq):
+        return None
+    found = sorted({chr(b).upper() for b in set(seq) if b in _AMINO_ONLY})
+    return (f"{len(seq) - len(rest)} of {len(seq)} letters are amino-acid codes such as "
+            f"{', '.join(found[:5])}")
 
 
 def fasta_info(path: str | Path, *, unique: bool = True) -> list[dict]:

@@ -158,7 +158,8 @@ def test_rrna_searches_side_by_side_are_as_many_as_the_memory_holds(ecoli_slice,
 
     have = device.available_memory()
     if Path("/proc/meminfo").exists():
-        total = next(int(ln.split()[1]) * 1024 for ln in open("/proc/meminfo")
+        total = next(int(ln.split()[1]) * 1024
+                     for ln in Path("/proc/meminfo").read_text().splitlines()
                      if ln.startswith("MemTotal:"))
         assert have is not None and 0 < have <= total
     monkeypatch.setattr(device, "available_memory", lambda: 3 * rna_genes.RRNA_THREAD_BYTES + 1)
