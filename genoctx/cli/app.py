@@ -39,7 +39,8 @@ _signalled: list[int] = []  # SIGTERM received (see main)
 # how they were run (``genoctx eval``'s manifest) read it.
 ARGV: list[str] = []
 
-COMMAND_MODULES = ("tokenize", "info", "model", "embed", "train", "annotate", "score_variants", "eval")
+COMMAND_MODULES = ("tokenize", "info", "model", "embed", "train", "data", "annotate", "score_variants",
+                   "eval")
 
 
 def _version(value: bool) -> None:

@@ -70,7 +70,9 @@ MANIFEST_COLUMNS = ("path", "bytes", "sha256", "role")
 
 
 @functools.lru_cache(maxsize=8)
-def _load_manifest(manifest_path: str) -> dict[str, ManifestEntry]:
+def _load_manifest(manifest_path: str, size: int = -1,
+                   mtime_ns: int = -1) -> dict[str, ManifestEntry]:
+    # size and mtime_ns key the cache: a manifest rewritten in this process is read again
     entries: dict[str, ManifestEntry] = {}
     with open(manifest_path, newline="", encoding="utf-8-sig") as fh:  # a BOM is dropped
         reader = csv.DictReader(fh, delimiter="\t")
@@ -103,7 +105,8 @@ def load_manifest(data_root: str | Path | None = None) -> dict[str, ManifestEntr
     path = root / "MANIFEST.tsv"
     if not path.is_file():
         raise InputError(f"{root} has no MANIFEST.tsv; genoctx needs it to know each file's role")
-    return _load_manifest(str(path.resolve()))
+    st = path.stat()
+    return _load_manifest(str(path.resolve()), st.st_size, st.st_mtime_ns)
 
 
 def sha256_uncached(path: str | Path) -> str:
