@@ -891,8 +891,13 @@ def annotate_genome(path: Path | None, device: str = "cuda") -> None:
               lambda: write_annotation(Path(tmp) / "out", result, ("gff3", "bed", "bedgraph"),
                                        workers=workers))
         backbone, head = load_annotation_model("embedded", device=device)
-        timed("model probabilities only (annotate's batch)", lambda: [
+        timed("model probabilities only (all 17 classes to the host)", lambda: [
             predict_probs(backbone, head, nt.encode(s)) for _, s in records])
+        from genoctx.heads.annotate import TRACKS
+
+        timed("model tracks only (summed on the GPU, as annotate takes them)", lambda: [
+            predict_probs(backbone, head, nt.encode(s), reduce=list(TRACKS.values()))
+            for _, s in records])
         params = decoder_params(checkpoint.resolve_checkpoint("embedded"))
         timed(f"genes + RNA genes as annotate finds them ({workers} processes)",
               lambda: call_bacterial(records, params=params, workers=workers))

@@ -382,12 +382,17 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 for _, ids, _ in read():
                     bar.advance(len(ids))
             else:
+                # the tracks alone: summed on the model's device, window by window
+                reduce = None if keep_probs else list(track_classes.values())
                 for (i, name), p in predict_probs_many(backbone, head, read(), context=context,
                                                        overlap=overlap, batch_size=batch_size,
-                                                       progress=bar.advance):
+                                                       progress=bar.advance, reduce=reduce):
                     if keep_probs:
                         probs[name] = p
-                    if need_tracks:
+                    if need_tracks and reduce is not None:
+                        tracks[i] = {k: np.ascontiguousarray(p[:, j])
+                                     for j, k in enumerate(track_classes)}
+                    elif need_tracks:
                         tracks[i] = {k: p[:, list(v)].sum(1) for k, v in track_classes.items()}
                     del p
         known = None  # the groups' record names, when auto found them

@@ -223,6 +223,29 @@ def test_many_records_go_side_by_side_with_each_records_probabilities(small_mode
     assert all(np.array_equal(a, p) for a, (_, p) in zip(again, got))
 
 
+def test_reduced_probabilities_are_the_sums_of_the_full_ones_to_the_bit(small_model,
+                                                                         example_fasta):
+    """reduce= sums class groups window by window on the model's device (the track classes,
+    what annotate keeps of a prokaryote's probabilities): the same bytes as summing the full
+    probabilities afterwards, for lines, circles and runs of short records."""
+    from genoctx.heads.annotate import TRACKS
+
+    backbone, head = small_model
+    seq = nt.encode(b"".join(example_fasta.read_bytes().split(b"\n")[1:]))
+    groups = list(TRACKS.values())
+    items = [(0, seq[:300], False), (1, seq[300:800], False), (2, seq[800:4000], False),
+             (3, seq[4000:4500], True), (4, seq[4500:9000], True)]
+    for workers in (1, 2):
+        full = list(predict_probs_many(backbone, head, iter(items), context=1024, overlap=256,
+                                       workers=workers))
+        reduced = list(predict_probs_many(backbone, head, iter(items), context=1024,
+                                          overlap=256, workers=workers, reduce=groups))
+        for (k, p), (k2, r) in zip(full, reduced, strict=True):
+            assert k == k2 and r.shape == (len(p), len(groups)) and r.dtype == np.float32
+            want = np.stack([p[:, list(g)].sum(1) for g in groups], 1)
+            assert np.array_equal(r, want), k
+
+
 def test_default_batch_fills_a_gpu_and_keeps_four_on_the_cpu():
     from genoctx.heads.annotation import GPU_BASES_PER_CALL, default_batch_size
 
