@@ -147,14 +147,14 @@ def log_likelihood(sequence: str | bytes, *, model: str | Path | GenoCtxModel = 
 
 
 def annotate(fasta: str | Path, region: str | Sequence[str] | None = None, *,
-             out: str | Path | None = None,
-             formats: Sequence[str] = ("gff3", "bed", "bedgraph"),
+             out: str | Path | None = None, formats: Sequence[str] | None = None,
              model: str | Path | None = "embedded", device: str = "auto",
              threads: int = 1, quiet: bool = True, **options) -> Annotation:
     """Genes and RNA genes of every record of ``fasta`` (FASTA, or a GenBank/EMBL flat file
     whose sequences are read), or of ``region`` (``"chr:1-1,000"``, 1-based inclusive, or a
     list of them), as ``genoctx annotate`` finds them; written to ``out`` (a prefix:
-    ``OUT.gff3``, ``OUT.bed``, ...) in ``formats`` when given.
+    ``OUT.gff3``, ``OUT.bed``, ...) in ``formats`` (default, as the command's: gff3, bed and
+    the bedgraph tracks; gff3 and bed with ``model=None``) when given.
 
     ``model=None`` (or ``"none"``) decodes from the sequence alone, in seconds; the
     probability tracks (``Annotation.tracks``, the bedgraph/bigwig formats) need the model.
@@ -166,23 +166,19 @@ def annotate(fasta: str | Path, region: str | Sequence[str] | None = None, *,
     ``translation_table=4``, ``procedure``, ``min_score``, ...). Write the result again later
     with :func:`write_annotation`.
     """
-    from genoctx.cli.annotate import FORMATS, _flatfile_as_fasta, annotation_targets
+    from genoctx.cli.annotate import _flatfile_as_fasta, annotation_targets, choose_formats
     from genoctx.cli.common import resolve_targets
     from genoctx.heads.annotate import annotate_fasta
     from genoctx.heads.annotate import write_annotation as write
     from genoctx.io.fasta import FastaFile
     from genoctx.model.device import available_cores, check_device_name
 
-    formats = tuple(f.lower() for f in formats)
-    unknown = sorted(set(formats) - set(FORMATS))
-    if unknown:
-        raise InputError(f"unknown format(s) {', '.join(unknown)}; choose from "
-                         f"{', '.join(FORMATS)}")
     model = None if model in (None, "none") else model
+    if isinstance(formats, str):
+        formats = formats.split(",")
+    formats = choose_formats(None if formats is None else ",".join(formats),
+                             "none" if model is None else str(model))
     tracks = bool({"bedgraph", "bigwig"} & set(formats)) if out is not None else True
-    if model is None and out is not None and tracks:
-        raise InputError("bedgraph and bigwig tracks are the model's probabilities: drop them "
-                         "from formats, or give a model")
     if threads < 0:
         raise InputError(f"threads must be 0 (every core) or more, got {threads}")
     workers = threads or available_cores()

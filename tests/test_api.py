@@ -128,7 +128,9 @@ def test_annotate_writes_what_genoctx_annotate_writes(cli, tmp_path, example_fas
     paths = genoctx.write_annotation(tmp_path / "later", result, ["gff3"])
     assert [p.name for p in paths] == ["later.gff3"]
     with pytest.raises(InputError, match="tracks"):
-        genoctx.annotate(example_fasta, out=tmp_path / "x", model=None)
+        genoctx.annotate(example_fasta, out=tmp_path / "x", model=None, formats="gff3,bedgraph")
+    genoctx.annotate(example_fasta, out=tmp_path / "none", model=None)  # as --model none
+    assert sorted(p.name for p in tmp_path.glob("none.*")) == ["none.bed", "none.gff3"]
     with pytest.raises(InputError, match="unknown format"):
         genoctx.annotate(example_fasta, out=tmp_path / "x", formats=["gff"])
     with pytest.raises(InputError, match="no such file"):
