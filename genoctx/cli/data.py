@@ -69,7 +69,10 @@ def check(
 ) -> None:
     """Check DIR/MANIFEST.tsv against the files (size and sha256 of every row), name the
     files not listed, and list what each training recipe reads. Exits 1 when a listed file is
-    missing or changed, or listed for training but held out by genoctx itself."""
+    missing or changed, listed for training but held out by genoctx itself, or a file a
+    recipe reads beside a listed one (a eukaryote chunk's FASTA beside its GFF3) is not
+    listed."""
+    from genoctx.io.dataroot import load_manifest
     from genoctx.io.manifest import check_manifest
     from genoctx.progress import progress_bar
 
@@ -84,6 +87,12 @@ def check(
     for rel in found.frozen:
         typer.echo(f"held out by genoctx: {rel} is listed for training, but its bytes are a "
                    "genome genoctx holds out (its frozen list): training refuses it", err=True)
+    recipes = recipe_files(root)
+    listed = set(load_manifest(root))
+    unreadable = sorted({rel for files in recipes.values() if not isinstance(files, str)
+                         for rel in files if rel not in listed})
+    for rel in unreadable:  # a eukaryote chunk's GFF3 without its FASTA
+        typer.echo(f"missing: {rel} (a recipe reads it beside a listed file; list it)", err=True)
     if not quiet:
         for rel in found.unlisted:
             typer.echo(f"not listed (training refuses it): {rel}", err=True)
@@ -91,14 +100,14 @@ def check(
         typer.echo(f"{root / 'MANIFEST.tsv'}: {found.rows} rows ({roles}); "
                    f"{len(found.changed)} changed, {len(found.missing)} missing, "
                    f"{len(found.unlisted)} not listed", err=True)
-        for recipe, files in recipe_files(root).items():
+        for recipe, files in recipes.items():
             if isinstance(files, str):
                 typer.echo(f"recipe {recipe}: reads nothing ({files})", err=True)
             else:
                 typer.echo(f"recipe {recipe}: reads {len(files)} files: "
                            + ", ".join(files[:6]) + (", ..." if len(files) > 6 else ""),
                            err=True)
-    if not found.ok:
+    if not found.ok or unreadable:
         raise typer.Exit(1)
 
 

@@ -94,6 +94,16 @@ def test_check_names_changed_missing_and_unlisted_files(cli, root):
     assert code == 2 and "no MANIFEST.tsv" in err and "genoctx data manifest" in err
 
 
+def test_check_names_a_eukaryote_annotation_without_its_sequences(cli, tmp_path):
+    chunks = tmp_path / "e" / "genomes" / "eukaryote_chunks"
+    chunks.mkdir(parents=True)
+    (chunks / "worm.gff.gz").write_bytes(gzip.compress(b"##gff-version 3\n", mtime=0))
+    assert cli(["data", "manifest", tmp_path / "e", "-q"])[0] == 0
+    code, _, err = cli(["data", "check", tmp_path / "e"])
+    assert code == 1
+    assert "missing: genomes/eukaryote_chunks/worm.fa.gz (a recipe reads it beside" in err
+
+
 def test_a_root_of_ones_own_genomes_trains_and_keeps_genoctx_held_out_genomes_out(
         cli, root, data_root, tmp_path):
     """A copy of a held-out genome of the shared data is listed with its held-out role
