@@ -45,9 +45,12 @@ def manifest(
     with progress_bar(f"sha256 {root}", total=total, quiet=quiet) as bar:
         changes = write_manifest(root, role=role, globs=globs, license=license, source=source,
                                  update=update, progress=bar.advance)
-    for e in changes.frozen:
-        typer.echo(f"genoctx: note: {e.path} holds a genome genoctx holds out (its frozen "
-                   f"list); listed as {e.role}, so training never reads it", err=True)
+    if changes.frozen:  # the shared data's held-out files, copied in
+        shown = ", ".join(f"{e.path} ({e.role})" for e in changes.frozen[:3])
+        more = f" and {len(changes.frozen) - 3} more" if len(changes.frozen) > 3 else ""
+        typer.echo(f"genoctx: note: {len(changes.frozen)} file(s) are ones genoctx holds out "
+                   f"(its frozen list), listed with that role whatever the options say, so "
+                   f"training never reads them: {shown}{more}", err=True)
     for rel in changes.missing:
         typer.echo(f"genoctx: warning: {rel} is listed but missing (its row is kept)", err=True)
     for rel in changes.changed:
@@ -86,7 +89,7 @@ def check(
         typer.echo(f"changed: {rel} (not the size or sha256 of its row)", err=True)
     for rel in found.frozen:
         typer.echo(f"held out by genoctx: {rel} is listed for training, but its bytes are a "
-                   "genome genoctx holds out (its frozen list): training refuses it", err=True)
+                   "file genoctx holds out (its frozen list): training refuses it", err=True)
     recipes = recipe_files(root)
     listed = set(load_manifest(root))
     unreadable = sorted({rel for files in recipes.values() if not isinstance(files, str)

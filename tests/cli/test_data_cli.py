@@ -112,7 +112,8 @@ def test_a_root_of_ones_own_genomes_trains_and_keeps_genoctx_held_out_genomes_ou
     held = data_root / "genomes" / "bacteria" / "Haemophilus_influenzae_Rd_KW20.gbff.gz"
     shutil.copy(held, root / "genomes" / "bacteria" / "mine.gbff.gz")
     code, _, err = cli(["data", "manifest", root, "--role", "train"])
-    assert code == 0 and "mine.gbff.gz holds a genome genoctx holds out" in err
+    assert code == 0 and "1 file(s) are ones genoctx holds out" in err
+    assert "genomes/bacteria/mine.gbff.gz (validation)" in err
     assert _rows(root)["genomes/bacteria/mine.gbff.gz"][3] == "validation"
 
     manifest = root / "MANIFEST.tsv"
