@@ -86,11 +86,11 @@ def main() -> None:
         return
     runs: dict[str, list[dict]] = {"full": [], "reduce": []}
     for _ in range(args.reps):
-        for mode in runs:
+        for mode, done in runs.items():
             out = subprocess.run([sys.executable, __file__, "--worker", args.genome, mode],
                                  capture_output=True, text=True, check=True)
-            runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
-            print(mode, runs[mode][-1], flush=True)
+            done.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            print(mode, done[-1], flush=True)
     digests = {r["digest"] for rs in runs.values() for r in rs}
     if len(digests) != 1:
         raise SystemExit(f"the settings gave other tracks: {digests}")
