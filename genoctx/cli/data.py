@@ -19,7 +19,7 @@ EPILOG = (
 
 
 def manifest(
-    root: Path = typer.Argument(..., help="The data folder (its files are listed)."),
+    root: Path = typer.Argument(..., metavar="DIR", help="The data folder (its files are listed)."),
     role: str = typer.Option("train", "--role", help="Role of every file no glob below "
                              "matches: train, pretrain-only, validation, benchmark or test."),
     held_out: list[str] = typer.Option(None, "--held-out", help="Glob of paths (relative to "
@@ -67,7 +67,7 @@ def manifest(
 
 
 def check(
-    root: Path = typer.Argument(..., help="The data folder holding MANIFEST.tsv."),
+    root: Path = typer.Argument(..., metavar="DIR", help="The data folder holding MANIFEST.tsv."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; problems only."),
 ) -> None:
     """Check DIR/MANIFEST.tsv against the files (size and sha256 of every row), name the
