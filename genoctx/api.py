@@ -92,13 +92,17 @@ def embed(sequence: str | bytes | Sequence[str | bytes], *,
     net = _model(model, device)
     if isinstance(sequence, (list, tuple)):
         return _embed_many(net, sequence, pool == "mean", segment_len)
-    tokens = _tokens(sequence).to(net.device)
+    return _embed_one(net, _tokens(sequence), pool == "mean", segment_len)
+
+
+def _embed_one(net: GenoCtxModel, tokens, mean: bool, segment_len: int) -> np.ndarray:
+    """``[L, 2D]`` (or its mean) of one ``[1, L]`` token row, segment by segment."""
     try:
         net.segment_length(segment_len, tokens.shape[1] + 1)
     except ValueError as exc:
         raise InputError(f"segment_len: {exc}") from None
-    emb = net.embed(tokens, segment_len=segment_len)[0]
-    return (emb.mean(0) if pool == "mean" else emb).float().cpu().numpy()
+    emb = net.embed(tokens.to(net.device), segment_len=segment_len)[0]
+    return (emb.mean(0) if mean else emb).float().cpu().numpy()
 
 
 BATCH_BASES = 32_768  # bases per model call when embedding many sequences
@@ -118,8 +122,7 @@ def _embed_many(net: GenoCtxModel, sequences: Sequence, mean: bool, segment_len:
     for length, members in by_length.items():
         if length >= segment_len:  # a long one alone, segment by segment (bounded memory)
             for i in members:
-                emb = embed(sequences[i], model=net, segment_len=segment_len)
-                out[i] = emb.mean(0) if mean else emb
+                out[i] = _embed_one(net, ids[i][None], mean, segment_len)
             continue
         step = max(1, BATCH_BASES // length)
         for lo in range(0, len(members), step):

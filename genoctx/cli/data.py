@@ -36,13 +36,12 @@ def manifest(
     """Write DIR/MANIFEST.tsv: path, bytes, sha256, role, license, source of every data file
     under DIR (indexes and hidden files left out). Training reads only files listed train or
     pretrain-only, and refuses any whose bytes (or sequences) the held-out rows hold."""
-    from genoctx.io.manifest import data_files, write_manifest
+    from genoctx.io.manifest import write_manifest
     from genoctx.progress import progress_bar
 
     globs = {r: list(p) for r, p in (("validation", held_out), ("benchmark", benchmark),
                                       ("pretrain-only", pretrain_only)) if p}
-    total = sum((root / rel).stat().st_size for rel in data_files(root)) if root.is_dir() else 0
-    with progress_bar(f"sha256 {root}", total=total, quiet=quiet) as bar:
+    with progress_bar(f"sha256 {root}", total=None, quiet=quiet) as bar:
         changes = write_manifest(root, role=role, globs=globs, license=license, source=source,
                                  update=update, progress=bar.advance)
     if changes.frozen:  # the shared data's held-out files, copied in

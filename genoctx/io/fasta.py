@@ -848,7 +848,8 @@ class FastaFile:
         a, b = e.lines(start, end)
         lb, lw = e.linebases, e.linewidth
         first = start % lb
-        if (end - 1) // lb == start // lb:  # within one line: no line end between the bases
+        one_line = (end - 1) // lb == start // lb
+        if one_line:  # no line end between the bases
             raw = bytearray(b"\n") * (end - start)
             os.preadv(self._fd, [raw], a + first)
             bases = np.frombuffer(raw, np.uint8)
@@ -862,7 +863,7 @@ class FastaFile:
             self._refuse(e, start + i, int(bases[i]))
         if table is None:
             return bases
-        if len(raw) == end - start:
+        if one_line:
             return np.frombuffer(raw.translate(table), np.uint8)
         return e.bases_in(raw.translate(table), start, end)
 

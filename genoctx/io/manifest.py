@@ -23,6 +23,7 @@ from genoctx.io.dataroot import (
     TRAINABLE_ROLES,
     ManifestEntry,
     frozen_held_out,
+    load_manifest,
     sha256_uncached,
 )
 
@@ -67,16 +68,6 @@ class ManifestChanges:
     frozen: list[ManifestEntry] = field(default_factory=list)  # added with genoctx's own role
 
 
-def read_rows(path: Path) -> list[dict]:
-    """The rows of a manifest file, as dicts of its columns, in file order."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh, delimiter="\t")
-        missing = [c for c in MANIFEST_COLUMNS if c not in (reader.fieldnames or ())]
-        if missing:
-            raise InputError(f"{path}: no column(s) {', '.join(missing)} in its header line")
-        return list(reader)
-
-
 def write_manifest(root: str | Path, *, role: str = "train",
                    globs: dict[str, list[str]] | None = None, license: str = "",
                    source: str = "", update: bool = False,
@@ -104,17 +95,17 @@ def write_manifest(root: str | Path, *, role: str = "train",
         if not update:
             raise InputError(f"{target} exists; --update adds the files it does not list "
                              "(its rows are kept as they are)")
-        old = read_rows(target)
+        old = list(load_manifest(root).values())  # read (and checked) as training reads it
     changes = ManifestChanges(kept=len(old))
     frozen = frozen_held_out()
-    listed = {row["path"] for row in old}
-    for row in old:
-        path = root / row["path"]
+    listed = {e.path for e in old}
+    for e in old:
+        path = root / e.path
         if not path.is_file():
-            changes.missing.append(row["path"])
-        elif str(path.stat().st_size) != str(row["bytes"]).strip():
-            changes.changed.append(row["path"])
-    rows = [{c: row.get(c) or "" for c in COLUMNS} for row in old]
+            changes.missing.append(e.path)
+        elif path.stat().st_size != e.bytes:
+            changes.changed.append(e.path)
+    rows = [_row(e) for e in old]
     for rel in data_files(root):
         if rel in listed:
             continue
@@ -127,8 +118,7 @@ def write_manifest(root: str | Path, *, role: str = "train",
             entry = dataclasses.replace(entry, role=held[1])
             changes.frozen.append(entry)
         changes.added.append(entry)
-        rows.append({"path": entry.path, "bytes": str(entry.bytes), "sha256": entry.sha256,
-                     "role": entry.role, "license": entry.license, "source": entry.source})
+        rows.append(_row(entry))
         if progress:
             progress(entry.bytes)
     if not rows:
@@ -140,6 +130,11 @@ def write_manifest(root: str | Path, *, role: str = "train",
     with atomic_path(target) as tmp:
         Path(tmp).write_text(text.getvalue(), encoding="utf-8")
     return changes
+
+
+def _row(e: ManifestEntry) -> dict[str, str]:
+    return {"path": e.path, "bytes": str(e.bytes), "sha256": e.sha256, "role": e.role,
+            "license": e.license, "source": e.source}
 
 
 @dataclass
@@ -164,8 +159,6 @@ def check_manifest(root: str | Path, *,
     differ, are missing or are not listed, and those listed for training whose bytes are
     held out in genoctx's own frozen list (:func:`genoctx.io.dataroot.frozen_held_out`:
     training refuses them whatever the manifest says)."""
-    from genoctx.io.dataroot import load_manifest
-
     root = Path(root)
     if not (root / MANIFEST).is_file():
         raise InputError(f"{root} has no {MANIFEST}; write one with `genoctx data manifest "
