@@ -28,9 +28,14 @@ def test_import_is_light_and_lists_the_functions():
     code = ("import sys, genoctx; assert 'torch' not in sys.modules, 'torch imported'; "
             "assert 'genoctx.api' not in sys.modules; print(sorted(genoctx.__all__))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert sorted(genoctx.__all__) == sorted(["__version__", *genoctx._API])
-    for name in ("annotate", "embed", "load_model", "log_likelihood", "score_variants"):
+    assert sorted(genoctx.__all__) == sorted(["__version__", *genoctx._API, "FastaWindows",
+                                                   "PileupWindows"])
+    for name in ("annotate", "embed", "load_model", "log_likelihood", "score_variants",
+                 "FastaWindows", "PileupWindows"):
         assert name in out.stdout and name in dir(genoctx)
+    from genoctx.tokenize.dataset import FastaWindows
+
+    assert genoctx.FastaWindows is FastaWindows
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         genoctx.nope  # noqa: B018
 
