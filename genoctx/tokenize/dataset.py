@@ -62,8 +62,10 @@ class _InMemory:
         self.lengths = {name: len(seq) for name, seq in records}
         self.contigs = list(self.lengths)
 
-    def fetch_array(self, contig: str, start: int, end: int, *, table: bytes) -> np.ndarray:
-        return np.frombuffer(self._seqs[contig][start:end].translate(table), np.uint8)
+    def fetch_array(self, contig: str, start: int, end: int, *,
+                    table: bytes | None = None) -> np.ndarray:
+        data = self._seqs[contig][start:end]
+        return np.frombuffer(data if table is None else data.translate(table), np.uint8)
 
 
 def _open_source(path: Path):
@@ -233,6 +235,8 @@ class FastaWindows(_Windows):
         annotation: GFF3, GTF or GenBank/EMBL features of the same sequences: items carry
             per-base ``labels`` (the annotation head's classes, strand-swapped on the reverse
             strand as the annotation recipe does).
+        softmask: items also carry ``softmask`` (bool [T]): True on lowercase (soft-masked,
+            repeat) bases, as ``genoctx tokenize`` writes it.
         training: refuse files that may not be trained on (the data root's manifest and the
             held-out genomes; see the module docstring).
         data_root: the data root for ``training`` (default: ``$GENOCTX_DATA_ROOT`` or
@@ -248,8 +252,10 @@ class FastaWindows(_Windows):
     def __init__(self, path: str | Path, *, regions: str | Region | Iterable[str | Region] | None = None,
                  bed: str | Path | None = None, context: int = 8192, overlap: int = 0,
                  bos: bool = False, strand: str = "+", annotation: str | Path | None = None,
-                 training: bool = False, data_root: str | Path | None = None, seed: int = 0):
+                 softmask: bool = False, training: bool = False,
+                 data_root: str | Path | None = None, seed: int = 0):
         self.path = Path(path)
+        self.softmask = bool(softmask)
         self.annotation = Path(annotation) if annotation is not None else None
         if training:
             self._guard(data_root)
@@ -300,8 +306,22 @@ class FastaWindows(_Windows):
     # -- items
 
     def __getitem__(self, index: int) -> dict:
-        item = self._item(index, lambda contig, start, end: self._reader().fetch_array(
-            contig, start, end, table=nt.ENCODE_TABLE), nt.COMPLEMENT)
+        if not self.softmask:
+            item = self._item(index, lambda contig, start, end: self._reader().fetch_array(
+                contig, start, end, table=nt.ENCODE_TABLE), nt.COMPLEMENT)
+        else:
+            got = {}
+
+            def read(contig: str, start: int, end: int) -> np.ndarray:
+                ids, got["mask"] = nt.encode_with_mask(
+                    self._reader().fetch_array(contig, start, end))
+                return ids
+
+            item = self._item(index, read, nt.COMPLEMENT)
+            mask = got["mask"][::-1] if item["strand"] < 0 else got["mask"]
+            out = np.zeros(self.context, bool)
+            out[int(self.bos):int(self.bos) + len(mask)] = mask
+            item["softmask"] = torch.from_numpy(out)
         if self._labels is not None:
             from genoctx.heads.classes import IGNORE_INDEX, RC_PERMUTATION
 

@@ -293,3 +293,24 @@ def test_pileup_windows_refuse_mismatched_inputs(mpileup, data_root, tmp_path):
     with pytest.raises(InputError, match="is SAM"):
         PileupWindows(data_root / "reads" / "celegans_chrI" / "ce#1000.sam",
                       data_root / "reads" / "celegans_chrI" / "ce.fa")
+
+
+def test_softmask_marks_lowercase_bases_on_either_strand(record, tmp_path):
+    """pPCP1 with bases 1,001-2,000 written in lowercase, as a repeat masker writes them."""
+    name, seq = record
+    masked = seq[:1000] + seq[1000:2000].lower() + seq[2000:]
+    fa = tmp_path / "masked.fa"
+    fa.write_text(f">{name}\n" + "\n".join(masked[i:i + 60] for i in range(0, len(masked), 60)) + "\n")
+    ds = FastaWindows(fa, context=1500, overlap=0, bos=True, strand="both", softmask=True)
+    want = np.zeros(len(seq), bool)
+    want[1000:2000] = True
+    for i in range(len(ds)):
+        it = ds[i]
+        s, e = it["start"], it["end"]
+        m = it["softmask"].numpy()
+        assert not m[0] and not m[1 + e - s:].any()
+        got = m[1:1 + e - s] if it["strand"] == 1 else m[1:1 + e - s][::-1]
+        assert np.array_equal(got, want[s:e]), i
+        plain = FastaWindows(fa, context=1500, bos=True, strand="both")[i]["input_ids"]
+        assert torch.equal(it["input_ids"], plain)  # the ids do not depend on case
+    assert "softmask" not in FastaWindows(fa, context=1500)[0]
