@@ -293,13 +293,23 @@ def kmer_codes(seq: bytes, positions: np.ndarray | None = None) -> tuple[np.ndar
     return canonical_kmers(code, KMER, positions)
 
 
-@functools.lru_cache(maxsize=2)
 def _held_out_index(root: str) -> tuple[dict[str, tuple[str, str]], list[np.ndarray],
                                         list[tuple[str, str]]]:
     """What :func:`require_unseen` compares with, from every record of the manifest's sequence
-    files of :data:`COMPARED_ROLES` under ``root`` (read once per process; one missing is an
-    error): ``{sequence digest: (path, role)}``, the sorted canonical 32-mer codes of each
-    file, and the files' ``(path, role)``."""
+    files of :data:`COMPARED_ROLES` under ``root`` (read once per process and version of the
+    manifest; one missing is an error): ``{sequence digest: (path, role)}``, the sorted
+    canonical 32-mer codes of each file, and the files' ``(path, role)``."""
+    manifest = Path(root) / "MANIFEST.tsv"
+    if not manifest.is_file():
+        load_manifest(root)  # says so in one line
+    st = manifest.stat()
+    return _held_out_index_of(root, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _held_out_index_of(root: str, size: int, mtime_ns: int):
+    """:func:`_held_out_index` of one version of the manifest (the cache key: a manifest
+    rewritten in the same process, a file relabelled held out, is read again)."""
     digests: dict[str, tuple[str, str]] = {}
     codes, files = [], []
     for rel, role, records in held_out_records(root):

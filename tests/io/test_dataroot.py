@@ -103,3 +103,23 @@ def test_a_manifest_cannot_relabel_held_out_data(tmp_path):
     (gone / "MANIFEST.tsv").write_text(HEADER + _row("g.fa", genome, "validation"))
     with pytest.raises(DataRoleError, match="g.fa \\(role 'validation' .*\\) is missing"):
         require_unseen([("other", b"ACGT" * 500)], "mine.fa", gone)
+
+
+def test_a_manifest_rewritten_in_the_same_process_is_read_again(tmp_path, example_fasta):
+    """The held-out sequences were read once per data root and process: a file relabelled
+    held out in a manifest rewritten meanwhile (`genoctx data manifest`, a notebook that
+    edits it) was still compared with the old list, and a copy of it trained."""
+    from genoctx.io.dataroot import require_unseen
+    from genoctx.io.fasta import iter_records
+
+    genome = example_fasta.read_bytes()
+    (_, seq), = iter_records(example_fasta)
+    root = _root(tmp_path, HEADER + _row("pPCP1.fna", genome, "train"), {"pPCP1.fna": genome})
+    require_unseen([("copy", seq)], "mine.fa", root)  # train data: no objection
+    manifest = root / "MANIFEST.tsv"
+    manifest.write_text(HEADER + _row("pPCP1.fna", genome, "validation"))
+    with pytest.raises(DataRoleError, match="role 'validation'"):
+        require_unseen([("copy", seq)], "mine.fa", root)
+    manifest.unlink()
+    with pytest.raises(InputError, match="has no MANIFEST.tsv"):
+        require_unseen([("copy", seq)], "mine.fa", root)
