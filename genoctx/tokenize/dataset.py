@@ -87,7 +87,7 @@ class _Windows(torch.utils.data.Dataset):
     :class:`PileupWindows`; a subclass reads the tokens of a window."""
 
     def _setup(self, lengths: Mapping[str, int], regions, bed, context: int, overlap: int,
-               bos: bool, strand: str, seed: int) -> None:
+               bos: bool, strand: str, seed: int, max_shift: int = 0) -> None:
         if strand not in STRANDS:
             raise InputError(f"strand must be one of {', '.join(STRANDS)} (got {strand!r})")
         if regions is not None and bed is not None:
@@ -102,6 +102,10 @@ class _Windows(torch.utils.data.Dataset):
         except WindowError as e:
             raise InputError(f"{e} (a window holds {self.bases} bases)") from None
         self.strand, self.seed, self.epoch = strand, int(seed), 0
+        self.max_shift = int(max_shift)
+        if self.max_shift < 0:
+            raise InputError(f"max_shift must be 0 or more (got {max_shift})")
+        self._lengths = dict(lengths)
         if bed is not None:
             self.regions = read_bed(bed, lengths)
         elif regions is None:
@@ -121,8 +125,8 @@ class _Windows(torch.utils.data.Dataset):
         return int(self._first[-1]) * (2 if self.strand == "both" else 1)
 
     def set_epoch(self, epoch: int) -> None:
-        """Draw other strands for ``strand="random"`` (call it each epoch, as with
-        ``DistributedSampler.set_epoch``)."""
+        """Draw other strands for ``strand="random"`` and other shifts for ``max_shift`` (call
+        it each epoch, as with ``DistributedSampler.set_epoch``)."""
         self.epoch = int(epoch)
 
     def window(self, index: int) -> tuple[int, int, int, int]:
@@ -146,11 +150,25 @@ class _Windows(torch.utils.data.Dataset):
         coin = np.random.default_rng([self.seed, self.epoch, index % len(self)]).random()
         return 1 if coin < 0.5 else -1
 
+    def placed(self, index: int) -> tuple[str, int, int]:
+        """``(contig, start, end)`` item ``index`` reads this epoch: its window, moved by up
+        to ``max_shift`` bases either way (seeded per window and epoch; both strands of a
+        window move together), and kept on its contig."""
+        r, _, start, end = self.window(index)
+        contig = self.regions[r].contig
+        if self.max_shift:
+            w = (index % len(self)) // (2 if self.strand == "both" else 1)
+            move = int(np.random.default_rng([self.seed, self.epoch, w, 1]).integers(
+                -self.max_shift, self.max_shift + 1))
+            width = end - start
+            start = min(max(0, start + move), max(0, self._lengths[contig] - width))
+            end = start + width
+        return contig, start, end
+
     def _item(self, index: int, read, complement: np.ndarray) -> dict:
         """The item's common fields; ``read(contig, start, end)`` gives the window's token ids
         on the + strand, ``complement`` maps an id to that of the other strand."""
-        r, _, start, end = self.window(index)
-        contig = self.regions[r].contig
+        contig, start, end = self.placed(index)
         strand = self.item_strand(index)
         ids = read(contig, start, end)
         if strand < 0:
@@ -186,9 +204,10 @@ class _Windows(torch.utils.data.Dataset):
         """
         if strand not in (1, -1):
             raise InputError(f"strand must be 1 or -1 (got {strand})")
-        if self.strand == "random":
-            raise InputError("stitch needs each window on a fixed strand: strand='random' "
-                             "draws one per epoch; use '+', '-' or 'both'")
+        if self.strand == "random" or self.max_shift:
+            raise InputError("stitch needs each window in a fixed place: strand='random' and "
+                             "max_shift draw them anew each epoch; use strand '+', '-' or "
+                             "'both' and max_shift=0")
         if self.strand in ("+", "-") and strand != self.item_strand(0):
             raise InputError(f"this dataset's items are all on the {self.strand} strand")
         get = outputs.get if isinstance(outputs, Mapping) else (
@@ -235,13 +254,16 @@ class FastaWindows(_Windows):
         annotation: GFF3, GTF or GenBank/EMBL features of the same sequences: items carry
             per-base ``labels`` (the annotation head's classes, strand-swapped on the reverse
             strand as the annotation recipe does).
+        max_shift: move each window by up to this many bases either way, drawn anew each
+            epoch (:meth:`set_epoch`) and seeded: shift augmentation (gReLU's
+            ``max_seq_shift``); windows stay on their contig, not inside their region.
         softmask: items also carry ``softmask`` (bool [T]): True on lowercase (soft-masked,
             repeat) bases, as ``genoctx tokenize`` writes it.
         training: refuse files that may not be trained on (the data root's manifest and the
             held-out genomes; see the module docstring).
         data_root: the data root for ``training`` (default: ``$GENOCTX_DATA_ROOT`` or
             ``../shared/data``).
-        seed: seed of ``strand="random"``.
+        seed: seed of ``strand="random"`` and ``max_shift``.
 
     Raises:
         InputError: unreadable files, unknown contigs, regions off a contig's end, impossible
@@ -252,7 +274,7 @@ class FastaWindows(_Windows):
     def __init__(self, path: str | Path, *, regions: str | Region | Iterable[str | Region] | None = None,
                  bed: str | Path | None = None, context: int = 8192, overlap: int = 0,
                  bos: bool = False, strand: str = "+", annotation: str | Path | None = None,
-                 softmask: bool = False, training: bool = False,
+                 softmask: bool = False, max_shift: int = 0, training: bool = False,
                  data_root: str | Path | None = None, seed: int = 0):
         self.path = Path(path)
         self.softmask = bool(softmask)
@@ -261,7 +283,8 @@ class FastaWindows(_Windows):
             self._guard(data_root)
         self._source = _open_source(self.path)
         self._pid = os.getpid()
-        self._setup(self._source.lengths, regions, bed, context, overlap, bos, strand, seed)
+        self._setup(self._source.lengths, regions, bed, context, overlap, bos, strand, seed,
+                    max_shift)
         self._labels = self._read_labels() if self.annotation is not None else None
 
     # -- setup
@@ -359,8 +382,9 @@ class PileupWindows(_Windows):
         path: a coordinate-sorted BAM or CRAM (its index is built when missing, as
             ``genoctx tokenize`` does).
         reference: the FASTA the reads were aligned to.
-        regions, bed, context, overlap, bos, strand, seed: as for :class:`FastaWindows`; by
-            default every reference record the alignment file's header also names.
+        regions, bed, context, overlap, bos, strand, max_shift, seed: as for
+            :class:`FastaWindows`; by default every reference record the alignment file's
+            header also names.
         **filters: ``min_mapq``, ``min_baseq``, ``exclude_flags``, ``include_flags`` of
             :func:`genoctx.io.bam.pileup_channels`.
 
@@ -374,7 +398,8 @@ class PileupWindows(_Windows):
     def __init__(self, path: str | Path, reference: str | Path, *,
                  regions: str | Region | Iterable[str | Region] | None = None,
                  bed: str | Path | None = None, context: int = 8192, overlap: int = 0,
-                 bos: bool = False, strand: str = "+", seed: int = 0, **filters):
+                 bos: bool = False, strand: str = "+", max_shift: int = 0, seed: int = 0,
+                 **filters):
         from genoctx.io.bam import alignment_contigs, open_alignment, open_reference
 
         self.path, self.reference = Path(path), Path(reference)
@@ -392,7 +417,7 @@ class PileupWindows(_Windows):
             raise InputError(f"{self.path.name} and {self.reference.name} name no contig in "
                              "common: is this the reference the reads were aligned to?")
         self._setup(lengths if regions is not None or bed is not None else shared,
-                    regions, bed, context, overlap, bos, strand, seed)
+                    regions, bed, context, overlap, bos, strand, seed, max_shift)
         missing = sorted({r.contig for r in self.regions} - in_bam)
         if missing:
             raise InputError(f"{self.path.name} has no reads on {', '.join(missing[:5])} "

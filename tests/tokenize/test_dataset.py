@@ -140,7 +140,7 @@ def test_random_strand_is_seeded_per_epoch(example_fasta):
         fwd = nt.encode(ds._source.fetch(it["contig"], it["start"], it["end"]))
         want = fwd if it["strand"] == 1 else nt.reverse_complement(fwd)
         assert np.array_equal(it["input_ids"][:n].numpy(), want)
-    with pytest.raises(InputError, match="fixed strand"):
+    with pytest.raises(InputError, match="fixed place"):
         ds.stitch({})
 
 
@@ -314,3 +314,31 @@ def test_softmask_marks_lowercase_bases_on_either_strand(record, tmp_path):
         plain = FastaWindows(fa, context=1500, bos=True, strand="both")[i]["input_ids"]
         assert torch.equal(it["input_ids"], plain)  # the ids do not depend on case
     assert "softmask" not in FastaWindows(fa, context=1500)[0]
+
+
+def test_max_shift_moves_windows_seeded_per_epoch_and_stays_on_the_contig(example_fasta, record):
+    _, seq = record
+    ds = FastaWindows(example_fasta, context=2000, strand="both", max_shift=300, seed=5)
+    plan = FastaWindows(example_fasta, context=2000)
+    moves = []
+    for i in range(len(ds)):
+        it = ds[i]
+        k = i // 2
+        s, e = it["start"], it["end"]
+        assert e - s == plan[k]["end"] - plan[k]["start"] and 0 <= s and e <= len(seq)
+        moves.append(s - plan[k]["start"])
+        assert abs(moves[-1]) <= 300
+        fwd = nt.encode(seq[s:e])
+        want = fwd if it["strand"] == 1 else nt.reverse_complement(fwd)
+        assert np.array_equal(it["input_ids"][:e - s].numpy(), want)
+    assert moves[0::2] == moves[1::2]  # both strands of a window move together
+    assert moves[0] >= 0 and len(set(moves)) > 2  # the first window cannot move left
+    assert [ds[i]["start"] for i in range(len(ds))] == [p + m for p, m in zip(
+        [plan[i // 2]["start"] for i in range(len(ds))], moves)]  # seeded: the same again
+    ds.set_epoch(1)
+    assert [ds[i]["start"] for i in range(len(ds))] != [plan[i // 2]["start"] + m
+                                                         for i, m in enumerate(moves)]
+    with pytest.raises(InputError, match="fixed place"):
+        ds.stitch({})
+    with pytest.raises(InputError, match="max_shift must be 0 or more"):
+        FastaWindows(example_fasta, max_shift=-1)
