@@ -308,3 +308,102 @@ def test_rrna_cut_by_a_sequence_end_is_marked_cut_though_its_hit_stops_short(eco
     gap = hit.start if side == "left" else len(piece) - hit.end
     assert 0 < gap <= rna_genes.RRNA_EDGE_SLACK and hit.attrs["partial"] == "true"
     assert hit.attrs["cut"] == ((True, False) if side == "left" else (False, True))
+
+
+def test_rrna_genes_name_the_bacterial_domain(ecoli_slice):
+    """find_rrna scores a complete 16S gene (else a 23S) of each sequence with barrnap's
+    archaeal and bacterial profiles of its kind: E. coli's scores about twice the bits with
+    the bacterial one."""
+    contig, seq, _ = ecoli_slice
+    found = rna_genes.find_rrna([(contig, seq)])
+    assert sorted(r.attrs["product"] for r in found) == [
+        "16S ribosomal RNA", "23S ribosomal RNA", "5S ribosomal RNA"]
+    scored = [r for r in found if "domain" in r.attrs]
+    assert [r.attrs["product"] for r in scored] == ["16S ribosomal RNA"]
+    only_23s = rna_genes.find_rrna([(contig, seq[:223_000]), ("b", seq[225_000:])])
+    assert [(r.contig, r.attrs["product"]) for r in only_23s if "domain" in r.attrs] == [
+        ("b", "23S ribosomal RNA")]  # "b" starts inside the 16S gene: its 23S is scored
+    assert all("domain" not in r.attrs for r in found if r.attrs["product"].startswith("5S"))
+    for r in scored:
+        arc, bac = r.attrs["domain_bits"]
+        assert r.attrs["domain"] == "bacteria" and bac > 1.5 * arc > 0, r
+    assert rna_genes.rrna_domain(found) == "bacteria"
+
+
+def test_barrnaps_archaea_example_is_a_bacterium():
+    """pybarrnap's example_data/archaea.fna holds Thermodesulfatator indicus (CP002683.1), a
+    bacterium of the Thermodesulfobacteriota: its rRNA genes say so."""
+    import pybarrnap
+
+    from genoctx.io.fasta import iter_records
+
+    path = Path(pybarrnap.__file__).parent / "example_data" / "archaea.fna"
+    records = list(iter_records(path))
+    assert "Thermodesulfatator indicus" in path.read_text()[:200]
+    found = rna_genes.find_rrna(records)
+    assert sum("domain" in r.attrs for r in found) == 1
+    assert rna_genes.rrna_domain(found) == "bacteria"
+
+
+@pytest.mark.parametrize("kingdom, domain", [("arc", "archaea"), ("bac", "bacteria")])
+def test_each_domains_consensus_rrna_is_named_its_domain(kingdom, domain):
+    """The consensus of each domain's 16S and 23S profile (barrnap's, built from Rfam's
+    alignments of real genes) is named that domain."""
+    for name in rna_genes.DOMAIN_PROFILES:
+        bases = rna_genes._profiles(kingdom)[name].consensus.upper().replace("U", "T").encode()
+        attrs = {}
+        rna_genes._mark_domains([(attrs, name, bases, 0)])
+        assert attrs["domain"] == domain, (name, attrs)
+
+
+def test_domain_of_mixed_or_missing_rrna_is_none():
+    def call(domain=None):
+        return RNACall("c", 0, 1500, 1, "rRNA", float("nan"),
+                       {"domain": domain} if domain else {})
+
+    assert rna_genes.rrna_domain([]) is None
+    assert rna_genes.rrna_domain([call()]) is None  # a 5S or a partial gene: not scored
+    assert rna_genes.rrna_domain([call("archaea"), call("bacteria")]) is None
+    assert rna_genes.rrna_domain([call("archaea"), call("archaea"), call()]) == "archaea"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_archaeon_is_decoded_without_the_orf_scorer(ecoli_slice, monkeypatch, workers):
+    """rRNA genes that name archaea turn off the ORF scorer (fitted on bacteria), whether the
+    finders ran before the decoder or beside it; --no-orf-scorer stays as it is."""
+    from genoctx.heads import annotate
+    from genoctx.heads.decoder import DecoderParams, call_genes_multi
+
+    contig, seq, _ = ecoli_slice
+    recs = [(contig, seq[200_000:300_000])]
+    bacterial, found = annotate.call_bacterial(recs, procedure="single", workers=workers)
+    no_scorer = DecoderParams(orf_scorer=False)
+    without = rna_genes.drop_cds_in_rna(call_genes_multi(recs, params=no_scorer,
+                                                         procedure="single"), found)
+    assert repr(without) != repr(bacterial)  # the scorer changes calls here
+    monkeypatch.setattr(rna_genes, "rrna_domain", lambda rnas: "archaea")
+    archaeal, _ = annotate.call_bacterial(recs, procedure="single", workers=workers)
+    assert repr(archaeal) == repr(without)
+    decoded = []
+    real = annotate.call_genes_multi
+    monkeypatch.setattr(annotate, "call_genes_multi",
+                        lambda *a, **k: decoded.append(k["params"]) or real(*a, **k))
+    annotate.call_bacterial(recs, procedure="single", params=no_scorer, workers=workers)
+    assert decoded == [no_scorer]  # decoded once, as asked
+
+
+def test_annotate_says_when_it_leaves_the_scorer_out(ecoli_slice, monkeypatch, tmp_path):
+    from genoctx.heads.annotate import annotate_fasta
+
+    contig, seq, _ = ecoli_slice
+    fasta = tmp_path / "g.fa"
+    fasta.write_bytes(b">" + contig.encode() + b"\n" + seq[200_000:300_000] + b"\n")
+    notes = []
+    annotate_fasta(fasta, model=None, note=notes.append, procedure="single")
+    assert not any("archaeal" in n for n in notes)
+    monkeypatch.setattr(rna_genes, "rrna_domain", lambda rnas: "archaea")
+    annotate_fasta(fasta, model=None, note=notes.append, procedure="single")
+    assert any("rRNA genes are archaeal" in n and "without the ORF scorer" in n for n in notes)
+    notes.clear()
+    annotate_fasta(fasta, model=None, note=notes.append, procedure="single", orf_scorer=False)
+    assert not any("archaeal" in n for n in notes)  # asked for: nothing to say
