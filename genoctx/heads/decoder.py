@@ -113,6 +113,10 @@ GENE_WEIGHTS = (1.0, 0.0, START_WEIGHT, 0.0, 0.0, 0.5, GENE_BIAS)
 # Before the scorer: (0.0757, 0.5739) from decoder_dev.py --calibrate; before the fourth
 # revision (seed codon-pair table, starts trained over every ORF): (0.0868, -0.0651).
 CALIBRATION = (0.0973, -0.3483)
+# The same without the ORF scorer (--no-orf-scorer, and archaea): its calls' log-odds lack the
+# scorer's term, so they get a fit of their own, on the train genomes' calls
+# (`python benchmarks/decoder_dev.py --no-scorer --calibrate`, 2026-12-07).
+CALIBRATION_NO_SCORER = (0.0846, 0.4306)
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,7 @@ class DecoderParams:
     start_weights: tuple[float, ...] = START_WEIGHTS              # START_PARTS
     gene_weights: tuple[float, ...] = GENE_WEIGHTS                # FEATURES..., bias
     calibration: tuple[float, float] = CALIBRATION                # a, b: p = sigmoid(a·x + b)
+    calibration_no_scorer: tuple[float, float] = CALIBRATION_NO_SCORER  # when orf_scorer is off
     start_prior: dict = field(default_factory=lambda: dict(_fitted.START_PRIOR))
 
     def __post_init__(self):
@@ -1001,7 +1006,8 @@ class GenomeDecoder:
 
     def calls(self, chosen: list[np.ndarray]) -> list[GeneCall]:
         """GeneCalls of the chosen candidates, sorted by contig order then position."""
-        a, b = self.params.calibration
+        a, b = (self.params.calibration if self.params.orf_scorer
+                else self.params.calibration_no_scorer)
         out = []
         for si, (s, c) in enumerate(zip(self.strands, chosen)):
             logit = self.dp_scores(si)

@@ -333,7 +333,8 @@ def fit(genomes: list[TrainGenome], rounds: int = 2, log=print) -> DecoderParams
     log("bias shift vs weighted F1: " + ", ".join(f"{o:+.2f}:{f:.4f}" for o, f in rows))
     for dec, _, _ in decoders:
         dec.params = params
-    params = replace(params, calibration=fit_calibration(decoders))
+    cal = fit_calibration(decoders)  # of the decoder without the scorer, as fitted here
+    params = replace(params, calibration=cal, calibration_no_scorer=cal)
     return params
 
 

@@ -185,7 +185,7 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
 
 # The domain of a genome from its rRNA genes. barrnap has profiles of each domain's 16S and 23S
 # rRNA; a complete gene scores about twice the bits with its own domain's profile as with the
-# other's (archaea 1.7-2.0x, bacteria 1.8-2.0x on the 4 archaea and 26 bacteria of
+# other's (archaea 1.7-1.9x, bacteria 1.8-2.0x on the 4 archaea and 21 bacteria of
 # `python benchmarks/rrna_domain.py`), so the better profile names it.
 DOMAIN_PROFILES = ("16S_rRNA", "23S_rRNA")
 DOMAIN_GENES = 3  # sequences whose rRNA is scored (one gene each), at most
