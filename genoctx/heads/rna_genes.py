@@ -153,7 +153,7 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     share = sum(hi - lo for _, lo, hi in spans) / sum(len(s) for _, s in kept)
     version = getattr(pybarrnap, "__version__", "")
     out = []
-    whole = []  # (call, its bases) of complete 16S and 23S genes, for their domain
+    whole = []  # (attrs, profile, bases on its strand, stretch) of complete 16S/23S genes: domain
     for rec, (i, lo, _) in _barrnap_hits(kept, spans, kingdom, RRNA_EVALUE * share, threads):
         name = rec.query_name
         partial = rec.is_partial(RRNA_LENCUTOFF)  # barrnap's Note=aligned only N percent
