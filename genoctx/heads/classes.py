@@ -31,3 +31,13 @@ IGNORE_INDEX = -100  # label of bases that are not ground truth (pseudogenes, jo
 RC_PERMUTATION: tuple[int, ...] = tuple(
     INDEX[name.replace("+", "\0").replace("-", "+").replace("\0", "-")] for name in CLASSES
 )
+
+
+def reverse_labels(y):
+    """Per-base class ids ``[L]`` (numpy) as the reverse complement reads them: flipped, each
+    class's strand swapped, ``IGNORE_INDEX`` kept."""
+    import numpy as np
+
+    y = np.asarray(y)[::-1]
+    perm = np.asarray(RC_PERMUTATION, dtype=y.dtype)
+    return np.where(y == IGNORE_INDEX, IGNORE_INDEX, perm[np.clip(y, 0, None)])

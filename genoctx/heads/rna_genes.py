@@ -399,7 +399,7 @@ def _seed_table(kingdom: str = "bac"):
             if name.startswith("5S"):
                 continue
             cons = hmm.consensus.upper().replace("U", "T").encode()
-            rc = cons[::-1].translate(bytes.maketrans(b"ACGT", b"TGCA"))
+            rc = _revcomp(cons)
             for s in (cons, rc):
                 c, ok = _kmer_codes(s)
                 table[c[ok]] = True

@@ -121,8 +121,13 @@ class _Windows(torch.utils.data.Dataset):
 
     # -- items
 
+    @property
+    def _per(self) -> int:
+        """Items per window: 2 (its two strands) with ``strand="both"``, else 1."""
+        return 2 if self.strand == "both" else 1
+
     def __len__(self) -> int:
-        return int(self._first[-1]) * (2 if self.strand == "both" else 1)
+        return int(self._first[-1]) * self._per
 
     def set_epoch(self, epoch: int) -> None:
         """Draw other strands for ``strand="random"`` and other shifts for ``max_shift`` (call
@@ -134,7 +139,7 @@ class _Windows(torch.utils.data.Dataset):
         n = len(self)
         if not -n <= index < n:
             raise IndexError(f"item {index} of {n}")
-        w = (index % n) // (2 if self.strand == "both" else 1)
+        w = (index % n) // self._per
         r = int(np.searchsorted(self._first, w, side="right")) - 1
         k = w - int(self._first[r])
         region = self.regions[r]
@@ -157,7 +162,7 @@ class _Windows(torch.utils.data.Dataset):
         r, _, start, end = self.window(index)
         contig = self.regions[r].contig
         if self.max_shift:
-            w = (index % len(self)) // (2 if self.strand == "both" else 1)
+            w = (index % len(self)) // self._per
             move = int(np.random.default_rng([self.seed, self.epoch, w, 1]).integers(
                 -self.max_shift, self.max_shift + 1))
             width = end - start
@@ -212,8 +217,8 @@ class _Windows(torch.utils.data.Dataset):
             raise InputError(f"this dataset's items are all on the {self.strand} strand")
         get = outputs.get if isinstance(outputs, Mapping) else (
             lambda i: outputs[i] if i < len(outputs) else None)
-        per = 2 if self.strand == "both" else 1
-        shift = 1 if (self.strand == "both" and strand < 0) else 0
+        per = self._per
+        shift = 1 if (per == 2 and strand < 0) else 0
         result = {}
         b = int(self.bos)
         for r, region in enumerate(self.regions):
@@ -346,15 +351,13 @@ class FastaWindows(_Windows):
             out[int(self.bos):int(self.bos) + len(mask)] = mask
             item["softmask"] = torch.from_numpy(out)
         if self._labels is not None:
-            from genoctx.heads.classes import IGNORE_INDEX, RC_PERMUTATION
+            from genoctx.heads.classes import IGNORE_INDEX, reverse_labels
 
             contig, start, end, strand = (item[k] for k in ("contig", "start", "end", "strand"))
             T, b = self.context, int(self.bos)
             y = self._labels[contig][start:end].astype(np.int64)
             if strand < 0:
-                y = y[::-1]
-                y = np.where(y == IGNORE_INDEX, IGNORE_INDEX,
-                             np.asarray(RC_PERMUTATION, np.int64)[np.clip(y, 0, None)])
+                y = reverse_labels(y)
             lab = np.full(T, IGNORE_INDEX, np.int64)
             lab[b:b + len(y)] = y
             item["labels"] = torch.from_numpy(lab)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from genoctx.errors import InputError
-from genoctx.heads.classes import IGNORE_INDEX
+from genoctx.heads.classes import reverse_labels
 from genoctx.io.dataroot import (
     load_manifest,
     require_trainable,
@@ -215,9 +215,6 @@ class WindowSampler:
         self.rng.bit_generator.state = state
 
     def sample(self, batch: int) -> tuple[np.ndarray, np.ndarray | None]:
-        from genoctx.heads.classes import RC_PERMUTATION
-
-        perm = np.asarray(RC_PERMUTATION, dtype=np.int64)
         ids = np.empty((batch, self.length), dtype=np.int64)
         labels = None
         if self.records[0].labels is not None:
@@ -230,8 +227,7 @@ class WindowSampler:
             if self.rng.random() < 0.5:
                 x = nt.COMPLEMENT[x[::-1]].astype(np.int64)
                 if y is not None:
-                    y = y[::-1]
-                    y = np.where(y == IGNORE_INDEX, IGNORE_INDEX, perm[np.clip(y, 0, None)])
+                    y = reverse_labels(y)
             ids[b] = x
             if labels is not None:
                 labels[b] = y
