@@ -84,6 +84,11 @@ def annotate(
                                     "genomes (default), or decode from the genome's own "
                                     "statistics alone (Prodigal-like; docs/results.md shows "
                                     "where that is better, e.g. some archaea)."),
+    domain: str = typer.Option("auto", "--domain", help="The genome's domain: auto (named by "
+                               "its 16S/23S rRNA genes, bacteria without one), bacteria or "
+                               "archaea. Archaea are decoded without the ORF scorer (fitted on "
+                               "bacteria). Give it for a region or a few contigs of a genome "
+                               "that may hold no rRNA gene."),
     min_score: float = typer.Option(0.0, "--min-score", help="Leave out gene calls whose "
                                     "probability (the GFF3 score) is below this (0: keep "
                                     "every call). What a weak call is worth depends on how the "
@@ -146,6 +151,8 @@ def annotate(
     if mode.lower() == "eukaryote" and not orf_scorer:
         raise InputError("--no-orf-scorer is for prokaryote mode (the bacterial gene decoder); "
                          "eukaryote mode has no ORF scorer")
+    if mode.lower() == "eukaryote" and domain.lower() != "auto":
+        raise InputError("--domain is for prokaryote mode (bacteria and archaea)")
     if gff3_fasta and "gff3" not in chosen:
         raise InputError("--gff3-fasta adds the sequences to the GFF3: add gff3 to --formats")
     if threads < 0:
@@ -198,7 +205,7 @@ def annotate(
                                 batch_size=batch_size, quiet=quiet, mode=mode.lower(),
                                 rna=rna.lower(), procedure=procedure.lower(),
                                 translation_table=translation_table, orf_scorer=orf_scorer,
-                                min_score=min_score, workers=workers,
+                                domain=domain.lower(), min_score=min_score, workers=workers,
                                 closed=closed, open_ends=open_ends,
                                 circular=frozenset(rings) if circular_declared else circular,
                                 need_tracks=bool({"bedgraph", "bigwig"} & set(chosen)),

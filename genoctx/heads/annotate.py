@@ -52,6 +52,10 @@ MODES = ("prokaryote", "eukaryote")
 # heads.rna_genes when installed (pyaragorn, pybarrnap), else the head; "tools" = the finders
 # (an error when missing); "model" = the head's RNA classes; "none".
 RNA_SOURCES = ("auto", "tools", "model", "none")
+# The genome's domain (prokaryote mode): "auto" = named by its rRNA genes when the finders run
+# (heads.rna_genes.rrna_domain; bacteria without one), or given. An archaeon is decoded
+# without the ORF scorer, which was fitted on bacteria.
+DOMAINS = ("auto", "bacteria", "archaea")
 # on the CPU, inputs from this size on get a note when the model runs for the tracks alone
 TRACKS_NOTE_BP = 500_000
 
@@ -163,7 +167,7 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
                    procedure: str = "auto", bank=None, progress=None, workers: int = 1,
                    closed: bool | dict[str, tuple[bool, bool]] = False,
                    circular: bool | frozenset[str] = False,
-                   groups: list[list[str]] | None = None):
+                   groups: list[list[str]] | None = None, domain: str = "auto"):
     """Genes of one bacterial genome as ``genoctx annotate`` makes them: ``(genes, rnas)``.
 
     The decoder's CDS calls (:func:`genoctx.heads.decoder.call_genes_multi`); when the RNA-gene
@@ -178,14 +182,20 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
     marks (:func:`genoctx.heads.decoder.closed_ends`). ``circular``: records that are whole
     circular replicons (True: all), whose genes may cross the origin (``call_genes_multi``).
     ``groups``: under ``procedure="groups"``, the record names of each group when already
-    known (``call_genes_multi``).
+    known (``call_genes_multi``). ``domain`` (:data:`DOMAINS`): ``"auto"`` leaves the ORF
+    scorer out when the rRNA genes found are archaeal (:func:`_archaeal`); ``"archaea"``
+    always, ``"bacteria"`` never (a region or shard of a genome whose domain is known
+    elsewhere, e.g. from its other contigs).
     """
     from genoctx.heads import rna_genes
 
+    check_domain(domain)
     finders = _finders_run(rna)
     nonempty = [(c, s) for c, s in records if len(s)]
     ring = circular_names([c for c, _ in nonempty], circular)
     params = params or DecoderParams()
+    if domain == "archaea":
+        params = dataclasses.replace(params, orf_scorer=False)
     future = found = None
     # the rRNA searches take every worker: the decoder holds one only while it runs (or, under
     # meta, its pool's); the finders go on alone after it
@@ -203,24 +213,31 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
             workers -= 1
         elif finders:  # in turn: the RNA genes first, so an archaeon is decoded once
             found = rna_genes.find_rna_genes(nonempty, ring, rna_threads)
-        genes = None if _archaeal(found, params) else decode(params, workers)
+        genes = None if _archaeal(found, params, domain) else decode(params, workers)
         if not finders:
             return genes, None
         if future is not None:
             found = future.result()
-        if _archaeal(found, params):  # again, the bar already full
+        if _archaeal(found, params, domain):  # again, the bar already full
             genes = decode(dataclasses.replace(params, orf_scorer=False), workers,
                            progress=None if genes is not None else progress)
     lengths = {c: len(s) for c, s in nonempty}
     return rna_genes.drop_cds_in_rna(genes, found, lengths=lengths), found
 
 
-def _archaeal(found, params: DecoderParams) -> bool:
-    """Whether the ORF scorer, fitted on bacteria, is to be left out: it is on and the rRNA
-    genes found say the genome is an archaeon's (:func:`genoctx.heads.rna_genes.rrna_domain`).
-    Left out on four unseen archaea, gene F1 moved −0.0007 to +0.0197 on whole genomes (three
-    gained) and +0.0014 to +0.0065 on their 10-kb contigs (all four; docs/results.md)."""
-    if found is None or not params.orf_scorer:
+def check_domain(domain: str) -> None:
+    """Refuse a domain that is not one of :data:`DOMAINS` (InputError)."""
+    if domain not in DOMAINS:
+        raise InputError(f"domain must be one of {', '.join(DOMAINS)}, got {domain!r}")
+
+
+def _archaeal(found, params: DecoderParams, domain: str = "auto") -> bool:
+    """Whether the ORF scorer, fitted on bacteria, is to be left out after the RNA genes are
+    found: it is on, the domain is not given, and the rRNA genes found say the genome is an
+    archaeon's (:func:`genoctx.heads.rna_genes.rrna_domain`). Left out on four unseen archaea,
+    gene F1 moved −0.0007 to +0.0197 on whole genomes (three gained) and +0.0014 to +0.0065
+    on their 10-kb contigs (all four; docs/results.md)."""
+    if domain != "auto" or found is None or not params.orf_scorer:
         return False
     from genoctx.heads.rna_genes import rrna_domain
 
@@ -252,7 +269,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                    procedure: str = "auto", translation_table: int = 11,
                    orf_scorer: bool = True, min_score: float = 0.0, workers: int = 1,
                    closed: bool = False, circular: bool | Collection[str] = False, note=None,
-                   background_genes: bool | None = None, open_ends: bool = False) -> Annotation:
+                   background_genes: bool | None = None, open_ends: bool = False,
+                   domain: str = "auto") -> Annotation:
     """Annotate ``targets`` of the FASTA at ``path`` (all records when None).
 
     ``model=None`` decodes from the sequence alone (no neural probabilities; prokaryote mode
@@ -281,6 +299,10 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
     runs, when it runs on the CPU over a large input for the probability tracks alone, and
     before decoding, when ``procedure="auto"`` takes the records for a mixture of organisms
     (:func:`genoctx.heads.decoder.is_mixture`) and decodes each on its own.
+    ``domain`` (:data:`DOMAINS`, prokaryote mode): the genome's domain, or ``"auto"`` to name
+    it from the rRNA genes found (:func:`call_bacterial`); an archaeon's genes are decoded
+    without the ORF scorer. Give it when the targets may hold no complete 16S or 23S gene (a
+    region, a shard of a genome, a few contigs of a draft assembly).
     ``background_genes``: when the gene calls do not read the model's probabilities (prokaryote
     mode with the shipped decoder weights) and the model runs for the tracks, decode genes and
     find RNA genes in a process of their own while the model runs. None (default) does so when
@@ -293,6 +315,9 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     check_options(procedure, translation_table)  # before the model runs
     check_min_score(min_score)
+    check_domain(domain)
+    if mode == "eukaryote" and domain != "auto":
+        raise InputError("--domain is for prokaryote mode (bacteria and archaea)")
     if mode == "eukaryote" and min_score:
         raise InputError("--min-score is for prokaryote mode (the bacterial gene decoder's "
                          "calibrated probabilities)")
@@ -385,7 +410,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 records.append((name, seq))
             future = _genes_in_background(
                 stack, records, params=params, rna=rna if use_tools else "none",
-                procedure=procedure, workers=max(1, workers - 1), closed=closed, circular=ring)
+                procedure=procedure, workers=max(1, workers - 1), closed=closed, circular=ring,
+                domain=domain)
         prefetched = bool(records)
 
         def read():  # ((index, name), ids, circular) of each target, its sequence kept
@@ -438,16 +464,16 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
                 genes, found = call_bacterial(records, probs or None, params=params,
                                               rna=rna if use_tools else "none", procedure=procedure,
                                               progress=bar.advance, workers=workers, closed=closed,
-                                              circular=ring, groups=known)
+                                              circular=ring, groups=known, domain=domain)
         else:
             with status("decoding genes" + (" and finding RNA genes" if use_tools else ""), quiet):
                 genes, found = call_bacterial(records, probs or None, params=params,
                                               rna=rna if use_tools else "none", procedure=procedure,
                                               workers=workers, closed=closed, circular=ring,
-                                              groups=known)
+                                              groups=known, domain=domain)
         out_genes, out_rnas = [], []
         genes = drop_weak_genes(genes, min_score)
-        if note is not None and _archaeal(found, params):
+        if note is not None and _archaeal(found, params, domain):
             note("note: the rRNA genes are archaeal (closer to barrnap's archaeal 16S/23S "
                  "profiles than to its bacterial ones): genes decoded without the ORF scorer, "
                  "which was fitted on bacteria")

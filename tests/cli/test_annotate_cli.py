@@ -433,6 +433,8 @@ def test_eukaryote_region_gives_the_whole_sequence_genes_inside_it(worm, tmp_pat
     (["--mode", "archaea"], "mode must be one of"),
     (["--rna", "model", "--model", "none"], "needs a model"),
     (["--rna", "infernal"], "rna must be one of"),
+    (["--domain", "eukaryota"], "domain must be one of"),
+    (["--mode", "eukaryote", "--domain", "archaea"], "--domain is for prokaryote mode"),
     (["--procedure", "metagenome"], "procedure must be one of"),
     (["--translation-table", "5"], "translation table must be one of"),
     (["--threads", "-1"], "--threads must be 0"),

@@ -392,6 +392,36 @@ def test_an_archaeon_is_decoded_without_the_orf_scorer(ecoli_slice, monkeypatch,
     assert decoded == [no_scorer]  # decoded once, as asked
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_given_domain_overrides_the_rrna_genes(ecoli_slice, monkeypatch, workers):
+    """domain="archaea" decodes once without the ORF scorer whatever the rRNA genes say;
+    domain="bacteria" keeps the scorer even where they name archaea (a shard of a genome
+    whose domain was named from its other contigs)."""
+    from genoctx.heads import annotate
+    from genoctx.heads.decoder import DecoderParams
+
+    contig, seq, _ = ecoli_slice
+    recs = [(contig, seq[200_000:260_000])]
+    bacterial, _ = annotate.call_bacterial(recs, procedure="single", workers=workers)
+    without, _ = annotate.call_bacterial(recs, procedure="single", workers=workers,
+                                         params=DecoderParams(orf_scorer=False))
+    assert repr(without) != repr(bacterial)
+    decoded = []
+    real = annotate.call_genes_multi
+    monkeypatch.setattr(annotate, "call_genes_multi",
+                        lambda *a, **k: decoded.append(k["params"].orf_scorer) or real(*a, **k))
+    archaeal, _ = annotate.call_bacterial(recs, procedure="single", workers=workers,
+                                          domain="archaea")  # its rRNA genes: bacterial
+    assert repr(archaeal) == repr(without) and decoded == [False]
+    monkeypatch.setattr(rna_genes, "rrna_domain", lambda rnas: "archaea")
+    decoded.clear()
+    told, _ = annotate.call_bacterial(recs, procedure="single", workers=workers,
+                                      domain="bacteria")
+    assert repr(told) == repr(bacterial) and decoded == [True]
+    with pytest.raises(InputError, match="domain must be one of"):
+        annotate.call_bacterial(recs, domain="eukaryota")
+
+
 def test_annotate_says_when_it_leaves_the_scorer_out(ecoli_slice, monkeypatch, tmp_path):
     from genoctx.heads.annotate import annotate_fasta
 
@@ -407,3 +437,6 @@ def test_annotate_says_when_it_leaves_the_scorer_out(ecoli_slice, monkeypatch, t
     notes.clear()
     annotate_fasta(fasta, model=None, note=notes.append, procedure="single", orf_scorer=False)
     assert not any("archaeal" in n for n in notes)  # asked for: nothing to say
+    for domain in ("archaea", "bacteria"):
+        annotate_fasta(fasta, model=None, note=notes.append, procedure="single", domain=domain)
+        assert not any("archaeal" in n for n in notes)

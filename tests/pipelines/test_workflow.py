@@ -290,6 +290,21 @@ def test_positions_past_2_29_need_a_csi_index(tmp_path):
         concat(parts, out, "bai")
 
 
+def test_sample_domain_names_the_genome_from_its_rrna_genes(tmp_path, data_root,
+                                                           example_fasta):
+    """The whole genome's complete 16S/23S genes name its domain (E. coli's first 240 kb hold
+    the rrnH operon); a genome without one is left to each shard ("auto")."""
+    from genoctx.io.annotation import read_sequences_genbank
+
+    (_, seq), = read_sequences_genbank(
+        data_root / "genomes/bacteria/Escherichia_coli_K12_MG1655.gbff.gz")
+    fasta = tmp_path / "g.fa"  # two contigs: the operon in the second
+    fasta.write_bytes(b">a\n" + seq[:200_000] + b"\n>b\n" + seq[200_000:240_000] + b"\n")
+    domain = _script("sample_domain").sample_domain
+    assert domain(fasta, threads=1) == "bacteria"
+    assert domain(example_fasta, threads=1) == "auto"  # a plasmid: no rRNA gene
+
+
 # ----------------------------------------------------------------------------- end to end
 
 
@@ -376,6 +391,7 @@ def test_sample_files_of_the_wrong_kind_and_a_bad_model_fail_before_running(work
     ("orf_scorer: sometimes", ("orf_scorer", "boolean")),
     # a probability below 1 (genoctx annotate --min-score)
     ("min_score: 1.0", ("min_score",)),
+    ("domain: eukaryota", ("domain", "archaea")),
 ])
 def test_config_schema_refuses_bad_annotate_settings(setting, words, workdir, data_root,
                                                      tmp_path):
@@ -422,6 +438,30 @@ def test_every_output_exists(results):
     # samples without a VCF / truth / BAM get no such stage
     assert not (results / "score" / "pPCP1.vcf.gz").exists()
     assert not (results / "evaluate" / "BRCA1").exists()
+
+
+@pytest.mark.slow
+def test_every_shard_gets_the_domain_of_its_whole_genome(results, workdir, data_root,
+                                                        tmp_path):
+    """Rule sample_domain names each genome's domain once (none of these holds a 16S/23S
+    gene: auto) and every shard of it reads that file; a domain set in the config goes to
+    the shards as it is, with no search."""
+    for s in SAMPLES:
+        assert (results / "annotate" / s / "domain.txt").read_text() == "auto\n"
+    base = _snakemake() + ["--snakefile", "../workflow/Snakefile", "-n", "-p", "--forcerun",
+                           "annotate_shard", "--configfile", "config/config.yaml"]
+    res = _run(base + ["--", "results/annotate/BRCA1.gff3"], workdir, data_root)
+    shards = [ln for ln in res.stdout.splitlines() if "genoctx annotate" in ln]
+    assert res.returncode == 0 and len(shards) == 2, (res.stdout + res.stderr)[-3000:]
+    assert all("--domain $(cat results/annotate/BRCA1/domain.txt)" in ln for ln in shards)
+    told = tmp_path / "archaea.yaml"
+    told.write_text("annotate:\n  domain: archaea\n")
+    res = _run(base + [str(told), "--forcerun", "sample_domain", "--",
+                       "results/annotate/BRCA1.gff3"], workdir, data_root)
+    shards = [ln for ln in res.stdout.splitlines() if "genoctx annotate" in ln]
+    assert res.returncode == 0 and len(shards) == 2, (res.stdout + res.stderr)[-3000:]
+    assert all("--domain archaea " in ln for ln in shards)
+    assert "rule sample_domain" not in res.stdout
 
 
 @pytest.mark.slow

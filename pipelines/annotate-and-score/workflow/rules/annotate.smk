@@ -1,5 +1,6 @@
-# Annotate each sample in shards: plan the shards (checkpoint), run `genoctx annotate` on each,
-# then merge the shards into one GFF3, BED, protein FASTA and bedGraph per track.
+# Annotate each sample in shards: plan the shards (checkpoint), name the genome's domain once
+# from its rRNA genes, run `genoctx annotate` on each shard, then merge the shards into one
+# GFF3, BED, protein FASTA and bedGraph per track.
 
 
 checkpoint plan_shards:
@@ -25,10 +26,29 @@ checkpoint plan_shards:
         "../scripts/plan_shards.py"
 
 
+rule sample_domain:
+    input:
+        fasta=lambda wc: sample_file(wc.sample, "fasta"),
+    output:
+        "results/annotate/{sample}/domain.txt",
+    log:
+        "logs/annotate/{sample}/domain.log",
+    threads: config["annotate"]["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=30,
+        slurm_partition=slurm_partition(0),
+    conda:
+        "../envs/genoctx.yaml"
+    script:
+        "../scripts/sample_domain.py"
+
+
 rule annotate_shard:
     input:
         fasta=lambda wc: sample_file(wc.sample, "fasta"),
         regions="results/annotate/{sample}/shards/{shard}.bed",
+        domain=lambda wc: domain_file(wc.sample),
     output:
         gff3="results/annotate/{sample}/parts/{shard}.gff3",
         bed="results/annotate/{sample}/parts/{shard}.bed",
@@ -47,6 +67,7 @@ rule annotate_shard:
         translation_table=config["annotate"].get("translation_table", 11),
         orf_scorer="" if config["annotate"].get("orf_scorer", True) else " --no-orf-scorer",
         min_score=config["annotate"].get("min_score", 0.0),
+        domain=shard_domain,
         closed=lambda wc: (" --closed" if is_closed(wc.sample) else "")
         + circular_flag(wc.sample),
     log:
@@ -66,7 +87,8 @@ rule annotate_shard:
         " --device {params.device} --context {params.context}"
         " --overlap {params.window_overlap} --batch-size {params.batch_size} --rna {params.rna}"
         " --procedure {params.procedure} --translation-table {params.translation_table}"
-        "{params.orf_scorer} --min-score {params.min_score} --threads {threads}{params.closed}"
+        "{params.orf_scorer} --domain {params.domain} --min-score {params.min_score}"
+        " --threads {threads}{params.closed}"
         " > {log:q} 2>&1 || {{ s=$?; grep '^genoctx: error' {log:q} >&2 || true; exit $s; }}"
 
 

@@ -91,6 +91,22 @@ def circular_flag(sample):
         circular_mode(sample)]
 
 
+def domain_file(sample):
+    """The file naming the sample's domain (rule sample_domain), or [] where the shards need
+    none: the domain is set in the config, or the ORF scorer (all it changes) is off."""
+    if config["annotate"].get("domain", "auto") != "auto" or not config["annotate"].get(
+            "orf_scorer", True):
+        return []
+    return f"results/annotate/{sample}/domain.txt"
+
+
+def shard_domain(wildcards):
+    """genoctx annotate --domain of a shard: the config's, else the whole genome's, read by
+    the shell when the job runs (the file is written by then; not when the DAG is built)."""
+    named = domain_file(wildcards.sample)
+    return f"$(cat {named})" if named else config["annotate"].get("domain", "auto")
+
+
 # what each sample-sheet column must hold (genoctx.io.fasta.sniff_format's names); GFF covers
 # GFF3 and GTF. genoctx eval reads no EMBL truth.
 KINDS = {"fasta": ("fasta",), "bam": ("bam", "cram", "sam"), "vcf": ("vcf", "bcf"),
