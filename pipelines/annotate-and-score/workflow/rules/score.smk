@@ -39,6 +39,8 @@ rule score_genes:
         procedure=config["annotate"].get("procedure", "auto"),
         translation_table=config["annotate"].get("translation_table", 11),
         orf_scorer="" if config["annotate"].get("orf_scorer", True) else " --no-orf-scorer",
+        # the whole genome: auto names the domain as rule sample_domain does
+        domain=config["annotate"].get("domain", "auto"),
         closed=lambda wc: (" --closed" if is_closed(wc.sample) else "")
         + circular_flag(wc.sample),
     log:
@@ -55,7 +57,7 @@ rule score_genes:
         "OMP_NUM_THREADS={threads} genoctx annotate {input.fasta:q} --out {params.prefix:q}"
         " --formats gff3 --model none --rna {params.rna} --procedure {params.procedure}"
         " --translation-table {params.translation_table}{params.orf_scorer}"
-        " --threads {threads}{params.closed}"
+        " --domain {params.domain} --threads {threads}{params.closed}"
         " > {log:q} 2>&1 || {{ s=$?; grep '^genoctx: error' {log:q} >&2 || true; exit $s; }}"
 
 
