@@ -45,6 +45,7 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.io.annotation import Feature
+from genoctx.io.fasta import reverse_complement
 
 SEVERITY: tuple[str, ...] = ("splice", "nonsense", "frameshift", "stop_lost", "start_lost",
                              "inframe_indel", "missense", "splice_region", "synonymous",
@@ -56,7 +57,6 @@ SPLICE_REGION_EXON = 3    # exonic bases of the splice region
 START_CODONS = frozenset({"ATG", "GTG", "TTG"})
 # Class priority where features overlap (io.annotation / heads.classes): higher wins.
 _CLASS_PRIORITY = {"intron": 1, "UTR": 2, "ncRNA": 3, "tRNA": 4, "rRNA": 5, "CDS": 6}
-_COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
 
 
 @functools.lru_cache(maxsize=8)
@@ -86,10 +86,6 @@ def most_severe(*consequences: str | None) -> str:
 def least_severe(*consequences: str) -> str:
     """The least severe of ``consequences`` (:data:`SEVERITY`)."""
     return max(consequences, key=_RANK.__getitem__)
-
-
-def _revcomp(seq: str) -> str:
-    return seq.translate(_COMPLEMENT)[::-1]
 
 
 def translate(codons: str, table: int = 11) -> str:
@@ -353,7 +349,7 @@ class GeneModel:
         if seq is None:
             pieces = [self.fasta.fetch(tx.contig, s, e).decode("ascii", "replace").upper()
                       for s, e in tx.cds]
-            seq = "".join(pieces if tx.strand > 0 else [_revcomp(x) for x in pieces])
+            seq = "".join(pieces if tx.strand > 0 else [reverse_complement(x) for x in pieces])
             self._cds_cache[key] = seq
             if len(self._cds_cache) > 256:
                 self._cds_cache.popitem(last=False)
@@ -430,7 +426,7 @@ def _splice_effect(tx: _Transcript, lo: int, hi: int) -> str | None:
 def _cds_edits(tx: _Transcript, p: int, r: str, a: str):
     """Edits ``[(c0, c1, bases)]`` of the spliced CDS (transcription order), ``[]`` when the
     change misses the CDS, or a consequence string for an indel only partly inside it."""
-    orient = (lambda s: s) if tx.strand > 0 else _revcomp
+    orient = (lambda s: s) if tx.strand > 0 else reverse_complement
     if not r:  # insertion between p - 1 and p
         i0, i1 = tx.cds_index(p - 1), tx.cds_index(p)
         if i0 is None or i1 is None or abs(i0 - i1) != 1:

@@ -31,6 +31,7 @@ from collections.abc import Collection
 
 from genoctx.errors import InputError
 from genoctx.heads.decoder import GeneCall, RNACall
+from genoctx.io.fasta import reverse_complement
 
 RRNA_PRODUCTS = {"5S_rRNA": "5S ribosomal RNA", "16S_rRNA": "16S ribosomal RNA",
                  "23S_rRNA": "23S ribosomal RNA"}
@@ -162,7 +163,7 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
         start, end = lo + rec.start - 1, lo + rec.end
         if kingdom == "bac" and not partial and name in DOMAIN_PROFILES:
             bases = kept[i][1][max(0, start - 50):end + 50]
-            whole.append((extra, name, bases if rec.strand == "+" else _revcomp(bases), i))
+            whole.append((extra, name, bases if rec.strand == "+" else reverse_complement(bases), i))
         if partial:
             extra["partial"] = "true"
         strand = 1 if rec.strand == "+" else -1
@@ -219,13 +220,6 @@ def _mark_domains(whole: list[tuple[dict, str, bytes, int]]) -> None:
             bits[k] = max((h.score for h in hits), default=0.0)
         attrs["domain"] = "archaea" if bits["arc"] > bits["bac"] else "bacteria"
         attrs["domain_bits"] = (round(bits["arc"], 1), round(bits["bac"], 1))
-
-
-_COMPLEMENT = bytes.maketrans(b"ACGTNacgtn", b"TGCANtgcan")
-
-
-def _revcomp(seq: bytes) -> bytes:
-    return seq[::-1].translate(_COMPLEMENT)
 
 
 def rrna_domain(rnas: list[RNACall]) -> str | None:
@@ -399,7 +393,7 @@ def _seed_table(kingdom: str = "bac"):
             if name.startswith("5S"):
                 continue
             cons = hmm.consensus.upper().replace("U", "T").encode()
-            rc = _revcomp(cons)
+            rc = reverse_complement(cons)
             for s in (cons, rc):
                 c, ok = _kmer_codes(s)
                 table[c[ok]] = True

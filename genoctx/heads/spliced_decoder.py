@@ -103,6 +103,7 @@ import numpy as np
 from genoctx.errors import InputError
 from genoctx.heads.classes import CDS_MINUS, CDS_PLUS, INDEX, NUM_CLASSES
 from genoctx.heads.orfs import GAP_BASES, encode, gap_mask
+from genoctx.io.fasta import reverse_complement
 
 try:  # the Viterbi's position loop and traceback compiled (_native.c); where they are not
     # built, numpy and Python
@@ -265,10 +266,6 @@ class SplicedGene:
 
 # ----------------------------------------------------------------------------- the machine
 
-def _revcomp(s: str) -> str:
-    return s.translate(str.maketrans("ACGT", "TGCA"))[::-1]
-
-
 _STOPS = ("TAA", "TAG", "TGA")
 
 
@@ -292,8 +289,8 @@ class _StrandSignals:
 
 _SIGNALS = (
     _StrandSignals(1, ("ATG",), _STOPS, _STOPS, "GT", "AG"),
-    _StrandSignals(-1, tuple(_revcomp(s) for s in _STOPS), ("CAT",),
-                   tuple(_revcomp(s) for s in _STOPS), _revcomp("AG"), _revcomp("GT")),
+    _StrandSignals(-1, tuple(reverse_complement(s) for s in _STOPS), ("CAT",),
+                   tuple(reverse_complement(s) for s in _STOPS), reverse_complement("AG"), reverse_complement("GT")),
 )
 
 
@@ -967,7 +964,7 @@ def _starts_with_stop(g: SplicedGene, x: np.ndarray) -> bool:
     if g.strand > 0:
         return False
     codon = np.concatenate([x[a:b] for a, b in g.cds])[-3:]  # its last codon, read forward
-    return _revcomp("".join(_BASES[c] if c < 4 else "N" for c in codon)) in _STOPS
+    return reverse_complement("".join(_BASES[c] if c < 4 else "N" for c in codon)) in _STOPS
 
 
 def coding_tracks(model, x: np.ndarray) -> np.ndarray:

@@ -430,6 +430,29 @@ _AMINO_ONLY = b"EFIJLOPQZefijlopqz"
 PROTEIN_SHARE = 0.05
 
 
+# IUPAC nucleotide codes and their complements, both cases (S, W and N are their own)
+_IUPAC = "ACGTURYKMBDHVNSW"
+_IUPAC_COMPLEMENT = "TGCAAYRMKVHDBNSW"
+_COMPLEMENT_STR = str.maketrans(_IUPAC + _IUPAC.lower(),
+                                _IUPAC_COMPLEMENT + _IUPAC_COMPLEMENT.lower())
+_COMPLEMENT_BYTES = bytes.maketrans((_IUPAC + _IUPAC.lower()).encode(),
+                                    (_IUPAC_COMPLEMENT + _IUPAC_COMPLEMENT.lower()).encode())
+
+
+def reverse_complement(seq: str | bytes) -> str | bytes:
+    """The reverse complement of a nucleotide sequence, of the same type (str or bytes).
+
+    IUPAC codes are complemented (R/Y, K/M, B/V, D/H swap; S, W and N stay; U reads as T's
+    partner A), case is kept, and anything else (a gap, ``*``) stays as it is.
+
+    >>> reverse_complement("ACGTNr"), reverse_complement(b"aaRT")
+    ('yNACGT', b'AYtt')
+    """
+    if isinstance(seq, str):
+        return seq.translate(_COMPLEMENT_STR)[::-1]
+    return bytes(seq).translate(_COMPLEMENT_BYTES)[::-1]
+
+
 def check_nucleotide(name: str, seq: bytes, source: str | Path) -> None:
     """Refuse a record that reads as protein rather than DNA.
 

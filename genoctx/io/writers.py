@@ -28,6 +28,7 @@ import numpy as np
 
 from genoctx.errors import InputError
 from genoctx.io.atomic import atomic_open
+from genoctx.io.fasta import reverse_complement
 
 _SEQID_SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:^*$@!+_?-|"
 _STRAND = {1: "+", -1: "-", 0: "."}
@@ -383,7 +384,7 @@ def _coding_sequence(g, fetch, lengths: dict[str, int] | None = None) -> str:
     parts = forward_parts(g, lengths)
     nt = "".join(_as_text(fetch(g.contig, a, b)) for a, b in parts).upper()
     if g.strand < 0:
-        nt = nt[::-1].translate(_COMPLEMENT)
+        nt = reverse_complement(nt)
     p5, p3, _, _ = _partial_ends(g)
     extra = len(nt) % 3
     if extra:
@@ -395,7 +396,6 @@ def _as_text(seq) -> str:
     return seq.decode("ascii", errors="replace") if isinstance(seq, bytes | bytearray) else str(seq)
 
 
-_COMPLEMENT = str.maketrans("ACGTRYKMBDHVN", "TGCAYRMKVHDBN")
 
 
 def _protein(nt: str, partial5: bool, table: int) -> str:

@@ -705,3 +705,17 @@ def test_check_nucleotide_refuses_protein_but_not_masked_or_gapped_dna():
         check_nucleotide("p", b"MARYLGPKLKLSRREGTDLFLKSGVRAIDTKCKIEQAPGQHG", "in.fa")
     with pytest.raises(InputError, match="protein"):
         check_nucleotide("p", dna[:100] + b"L" * 6, "in.fa")  # 6 of 106 letters
+
+
+def test_reverse_complement_matches_biopython_on_iupac_text_and_bytes():
+    """Every IUPAC code in both cases, as Biopython complements DNA; bytes stay bytes."""
+    from Bio.Seq import reverse_complement as bio
+
+    from genoctx.io.fasta import reverse_complement
+
+    codes = "ACGTRYKMBDHVNSW"
+    seq = codes + codes.lower() + "GATTACA"
+    assert reverse_complement(seq) == bio(seq)
+    assert reverse_complement(seq.encode()) == bio(seq).encode()
+    assert reverse_complement("AC-GT*") == "*AC-GT"  # gaps and stops kept in place, reversed
+    assert reverse_complement("") == "" and reverse_complement(b"") == b""
