@@ -166,8 +166,8 @@ def annotate(fasta: str | Path, region: str | Sequence[str] | None = None, *,
     that asks for them must run its work under ``if __name__ == "__main__":`` (a notebook
     need not). Other keywords go to
     :func:`genoctx.heads.annotate.annotate_fasta` (``mode="eukaryote"``, ``circular=True``,
-    ``translation_table=4``, ``procedure``, ``min_score``, ...). Write the result again later
-    with :func:`write_annotation`.
+    ``translation_table=4``, ``procedure``, ``domain="archaea"``, ``min_score``, ...). Write
+    the result again later with :func:`write_annotation`.
     """
     from genoctx.cli.annotate import _flatfile_as_fasta, annotation_targets, choose_formats
     from genoctx.cli.common import resolve_targets
