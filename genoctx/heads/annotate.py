@@ -206,13 +206,15 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
                                 progress=progress, workers=workers, closed=closed,
                                 circular=circular, groups=groups)
 
+    # the rRNA genes' domain is read only to leave the scorer out (_archaeal)
+    domains = domain == "auto" and params.orf_scorer
     with contextlib.ExitStack() as stack:
         pool = _spawn_pool(stack, 1) if finders and workers > 1 and nonempty else None
         if pool is not None:  # else (no process semaphores here) they run in turn
-            future = pool.submit(rna_genes.find_rna_genes, nonempty, ring, rna_threads)
+            future = pool.submit(rna_genes.find_rna_genes, nonempty, ring, rna_threads, domains)
             workers -= 1
         elif finders:  # in turn: the RNA genes first, so an archaeon is decoded once
-            found = rna_genes.find_rna_genes(nonempty, ring, rna_threads)
+            found = rna_genes.find_rna_genes(nonempty, ring, rna_threads, domains)
         genes = None if _archaeal(found, params, domain) else decode(params, workers)
         if not finders:
             return genes, None

@@ -328,6 +328,30 @@ def test_rrna_genes_name_the_bacterial_domain(ecoli_slice):
         arc, bac = r.attrs["domain_bits"]
         assert r.attrs["domain"] == "bacteria" and bac > 1.5 * arc > 0, r
     assert rna_genes.rrna_domain(found) == "bacteria"
+    plain = rna_genes.find_rrna([(contig, seq)], domains=False)  # where nothing reads it
+    assert not any("domain" in r.attrs for r in plain)
+    for r in found:
+        r.attrs.pop("domain", None), r.attrs.pop("domain_bits", None)
+    assert repr(plain) == repr(found)
+
+
+def test_the_domain_is_named_only_where_it_is_read(ecoli_slice, monkeypatch):
+    """call_bacterial scores the rRNA genes' domain under domain="auto" with the ORF scorer
+    on; a given domain, or no scorer, leaves the search out."""
+    from genoctx.heads import annotate
+    from genoctx.heads.decoder import DecoderParams
+
+    contig, seq, _ = ecoli_slice
+    recs = [(contig, seq[220_000:232_000])]  # the rrnH operon
+    marked = []  # complete 16S/23S genes handed to _mark_domains per call
+    real = rna_genes._mark_domains
+    monkeypatch.setattr(rna_genes, "_mark_domains", lambda w: marked.append(len(w)) or real(w))
+    for kwargs, searched in (({}, [2]), ({"domain": "bacteria"}, [0]),
+                             ({"domain": "archaea"}, [0]),
+                             ({"params": DecoderParams(orf_scorer=False)}, [0])):
+        marked.clear()
+        annotate.call_bacterial(recs, procedure="single", workers=1, **kwargs)
+        assert marked == searched, kwargs
 
 
 def test_barrnaps_archaea_example_is_a_bacterium():
