@@ -206,15 +206,17 @@ def call_bacterial(records: list[tuple[str, bytes]], probs: dict | None = None, 
                                 progress=progress, workers=workers, closed=closed,
                                 circular=circular, groups=groups)
 
-    # the rRNA genes' domain is read only to leave the scorer out (_archaeal)
-    domains = domain == "auto" and params.orf_scorer
+    # barrnap's profiles of the domain: given, or named by the rRNA genes (auto); a given
+    # domain needs no naming
+    kingdom = {"auto": "auto", "bacteria": "bac", "archaea": "arc"}[domain]
     with contextlib.ExitStack() as stack:
         pool = _spawn_pool(stack, 1) if finders and workers > 1 and nonempty else None
         if pool is not None:  # else (no process semaphores here) they run in turn
-            future = pool.submit(rna_genes.find_rna_genes, nonempty, ring, rna_threads, domains)
+            future = pool.submit(rna_genes.find_rna_genes, nonempty, ring, rna_threads,
+                                 kingdom, False)
             workers -= 1
         elif finders:  # in turn: the RNA genes first, so an archaeon is decoded once
-            found = rna_genes.find_rna_genes(nonempty, ring, rna_threads, domains)
+            found = rna_genes.find_rna_genes(nonempty, ring, rna_threads, kingdom, False)
         genes = None if _archaeal(found, params, domain) else decode(params, workers)
         if not finders:
             return genes, None
@@ -478,7 +480,8 @@ def annotate_fasta(path: str | Path, targets: list[Region] | None = None, *,
         if note is not None and _archaeal(found, params, domain):
             note("note: the rRNA genes are archaeal (closer to barrnap's archaeal 16S/23S "
                  "profiles than to its bacterial ones): genes decoded without the ORF scorer, "
-                 "which was fitted on bacteria")
+                 "which was fitted on bacteria, and rRNA genes from the archaeal profiles "
+                 "(--domain archaea or bacteria says which)")
         if note is not None and total >= EUKARYOTE_HINT_BP:
             covered = coding_share(genes, {name: len(seq) for name, seq in records})
             if covered < EUKARYOTE_HINT_SHARE:

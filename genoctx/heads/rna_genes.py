@@ -116,10 +116,16 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
               threads: int | None = None, domains: bool = True) -> list[RNACall]:
     """5S/16S/23S rRNA genes of every record (barrnap profiles), 0-based half-open, sorted.
 
+    ``kingdom``: barrnap's profiles, ``bac`` or ``arc``, or ``auto``: the bacterial ones, then,
+    when the complete 16S/23S genes found name the genome an archaeon's (:func:`rrna_domain`),
+    the same stretches again with the archaeal ones, whose genes are returned (as barrnap
+    ``--kingdom arc``, which Prokka and Bakta run for archaea: on four archaea their ends lie
+    closer to the annotated ones, ``python benchmarks/rrna_kingdom.py``).
+
     Partial hits (barrnap's ``Note=aligned only ...``) are kept and marked ``partial=true``.
-    With ``prefilter`` (kingdom ``bac``) barrnap searches only :func:`rrna_regions`, the
-    stretches that can hold an rRNA gene, instead of every base, with its E-value cutoff scaled
-    to the whole input; see that function.
+    With ``prefilter`` barrnap searches only :func:`rrna_regions`, the stretches that can hold
+    an rRNA gene, instead of every base, with its E-value cutoff scaled to the whole input; see
+    that function.
 
     Records named in ``circular`` are circles: barrnap searches lines, so the last and first
     ``RRNA_JOIN`` bases of each are searched again, joined. A gene found across the join ends
@@ -131,11 +137,14 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     holds (:func:`rrna_thread_cap`); the genes do not depend
     on it (:func:`_barrnap_hits`).
 
-    ``domains``: name the domain of one complete 16S (else 23S) gene per sequence
-    (:func:`_mark_domains`, read by :func:`rrna_domain`); False leaves it out (~0.3-0.6 s of
-    CPU) where nothing reads it. The genes are the same either way.
+    ``domains``: name the domain of one complete 16S (else 23S) gene per sequence of the
+    bacterial profiles' search (:func:`_mark_domains`, read by :func:`rrna_domain`); False
+    leaves it out (~0.3-0.6 s of CPU) where nothing reads it (``auto`` reads it). The genes are
+    the same either way.
     """
     pybarrnap = _require("pybarrnap", "rRNA finding")
+    if kingdom not in RRNA_KINGDOMS:
+        raise InputError(f"kingdom must be one of {', '.join(RRNA_KINGDOMS)}, got {kingdom!r}")
 
     kept = [(c, finder_sequence(s)) for c, s in records if s]
     if not kept:
@@ -147,7 +156,7 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
             right = min(RRNA_JOIN, len(s) - left)
             joins[len(kept)] = (i, left)
             kept.append((c, s[len(s) - left:] + s[:right]))
-    if prefilter and kingdom == "bac":
+    if prefilter:
         spans = rrna_regions(kept)
     else:
         spans = [(i, 0, len(s)) for i, (_, s) in enumerate(kept)]
@@ -157,35 +166,68 @@ def find_rrna(records: list[tuple[str, bytes]], *, kingdom: str = "bac",
     # keeps barrnap's 1e-6 over the whole input
     share = sum(hi - lo for _, lo, hi in spans) / sum(len(s) for _, s in kept)
     version = getattr(pybarrnap, "__version__", "")
-    out = []
-    whole = []  # (attrs, profile, bases on its strand, stretch) of complete 16S/23S genes: domain
-    for rec, (i, lo, _) in _barrnap_hits(kept, spans, kingdom, RRNA_EVALUE * share, threads):
-        name = rec.query_name
-        partial = rec.is_partial(RRNA_LENCUTOFF)  # barrnap's Note=aligned only N percent
-        product = RRNA_PRODUCTS.get(name, rec.product + (" (partial)" if partial else ""))
-        extra = {"product": product, "inference": f"barrnap:{version}".rstrip(":")}
-        start, end = lo + rec.start - 1, lo + rec.end
-        if domains and kingdom == "bac" and not partial and name in DOMAIN_PROFILES:
-            bases = kept[i][1][max(0, start - 50):end + 50]
-            whole.append((extra, name, bases if rec.strand == "+" else reverse_complement(bases), i))
-        if partial:
-            extra["partial"] = "true"
-        strand = 1 if rec.strand == "+" else -1
-        if i in joins:  # the joined origin stretch: keep genes across the join only
-            owner, left = joins[i]
-            if not start < left < end:
-                continue
-            n = len(kept[owner][1])
-            start, end = start + n - left, end + n - left
-            i = owner
-        elif partial:  # a partial gene that reaches (nearly) a contig end is cut by it there
-            extra.update(cut_ends(start <= RRNA_EDGE_SLACK,
-                                  end >= len(kept[i][1]) - RRNA_EDGE_SLACK))
-        out.append(RNACall(kept[i][0], start, end, strand, "rRNA", math.nan, extra))
-    if joins:
-        out = _drop_origin_pieces(out, {kept[i][0]: len(kept[i][1]) for i, _ in joins.values()})
-    _mark_domains(whole)
-    return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
+
+    def search(profiles: str, whole: list | None) -> list[RNACall]:
+        """The genes of one kingdom's profiles; ``whole`` collects (attrs, profile, bases on
+        its strand, stretch) of the complete 16S/23S genes, whose domain is named."""
+        out = []
+        for rec, (i, lo, _) in _barrnap_hits(kept, spans, profiles, RRNA_EVALUE * share, threads):
+            name = rec.query_name
+            partial = rec.is_partial(RRNA_LENCUTOFF)  # barrnap's Note=aligned only N percent
+            product = RRNA_PRODUCTS.get(name, rec.product + (" (partial)" if partial else ""))
+            extra = {"product": product, "inference": f"barrnap:{version}".rstrip(":")}
+            start, end = lo + rec.start - 1, lo + rec.end
+            if whole is not None and not partial and name in DOMAIN_PROFILES:
+                bases = kept[i][1][max(0, start - 50):end + 50]
+                whole.append((extra, name, bases if rec.strand == "+" else reverse_complement(bases),
+                              i))
+            if partial:
+                extra["partial"] = "true"
+            strand = 1 if rec.strand == "+" else -1
+            if i in joins:  # the joined origin stretch: keep genes across the join only
+                owner, left = joins[i]
+                if not start < left < end:
+                    continue
+                n = len(kept[owner][1])
+                start, end = start + n - left, end + n - left
+                i = owner
+            elif partial:  # a partial gene that reaches (nearly) a contig end is cut by it there
+                extra.update(cut_ends(start <= RRNA_EDGE_SLACK,
+                                      end >= len(kept[i][1]) - RRNA_EDGE_SLACK))
+            out.append(RNACall(kept[i][0], start, end, strand, "rRNA", math.nan, extra))
+        if joins:
+            out = _drop_origin_pieces(out, {kept[i][0]: len(kept[i][1])
+                                            for i, _ in joins.values()})
+        return sorted(out, key=lambda r: (r.contig, r.start, r.end, r.strand))
+
+    if kingdom == "arc":
+        return search("arc", None)
+    whole: list | None = [] if domains or kingdom == "auto" else None
+    out = search("bac", whole)
+    if whole:
+        _mark_domains(whole)
+    if kingdom == "auto" and rrna_domain(out) == "archaea":
+        return _with_domains(search("arc", None), out)
+    return out
+
+
+RRNA_KINGDOMS = ("bac", "arc", "auto")
+
+
+def _with_domains(genes: list[RNACall], named: list[RNACall]) -> list[RNACall]:
+    """``genes`` (the archaeal profiles') with the domain of each ``named`` gene (the bacterial
+    profiles', :func:`_mark_domains`) on the gene of the same product overlapping it on its
+    strand; ``named`` itself where that names no domain any more (no such gene)."""
+    for n in named:
+        if "domain" not in n.attrs:
+            continue
+        for g in genes:
+            if (g.contig, g.strand, g.attrs["product"]) == (n.contig, n.strand,
+                                                             n.attrs["product"]) \
+                    and min(g.end, n.end) > max(g.start, n.start):
+                g.attrs.update(domain=n.attrs["domain"], domain_bits=n.attrs["domain_bits"])
+                break
+    return genes if rrna_domain(genes) == rrna_domain(named) else named
 
 
 # The domain of a genome from its rRNA genes. barrnap has profiles of each domain's 16S and 23S
@@ -455,23 +497,26 @@ def rrna_regions(records: list[tuple[str, bytes]], *, chunk: int = 1 << 22) -> l
 
 
 def find_rna_genes(records: list[tuple[str, bytes]], circular: Collection[str] = (),
-                   threads: int | None = None, domains: bool = True) -> list[RNACall]:
+                   threads: int | None = None, kingdom: str = "auto",
+                   domains: bool = True) -> list[RNACall]:
     """tRNA, tmRNA and rRNA genes of ``records`` (both finders must be installed); genes may
     cross the origin of the records named in ``circular``.
 
     ``threads``: the rRNA searches' (:func:`find_rrna`); unless it is 1, ARAGORN runs beside
-    them in a thread of its own (both finders work without the GIL). ``domains``: as
-    :func:`find_rrna`'s.
+    them in a thread of its own (both finders work without the GIL). ``kingdom`` and
+    ``domains``: as :func:`find_rrna`'s (``auto``: an archaeon's rRNA genes from the archaeal
+    profiles, as ``genoctx annotate`` finds them).
     """
+    kw = {"circular": circular, "kingdom": kingdom, "domains": domains}
     if threads == 1:
         trna = find_trna(records, circular=circular)
-        rrna = find_rrna(records, circular=circular, threads=1, domains=domains)
+        rrna = find_rrna(records, threads=1, **kw)
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(find_trna, records, circular=circular)
-            rrna = find_rrna(records, circular=circular, threads=threads, domains=domains)
+            rrna = find_rrna(records, threads=threads, **kw)
             trna = pending.result()
     return sorted(trna + rrna,
                   key=lambda r: (r.contig, r.start, r.end, r.strand, r.kind))

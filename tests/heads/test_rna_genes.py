@@ -335,9 +335,32 @@ def test_rrna_genes_name_the_bacterial_domain(ecoli_slice):
     assert repr(plain) == repr(found)
 
 
+def test_auto_profiles_are_the_bacterial_ones_for_a_bacterium_and_archaeal_for_an_archaeon(
+        ecoli_slice, monkeypatch):
+    """kingdom="auto" returns the bacterial profiles' genes where the rRNA genes name bacteria,
+    and the archaeal profiles' (barrnap --kingdom arc) where they name archaea, keeping the
+    domain on the gene that was named so that the decoder still reads it."""
+    contig, seq, _ = ecoli_slice
+    recs = [(contig, seq)]
+    bac = rna_genes.find_rrna(recs, kingdom="bac")
+    assert repr(rna_genes.find_rrna(recs, kingdom="auto")) == repr(bac)
+    arc = rna_genes.find_rrna(recs, kingdom="arc")
+    assert len(arc) == len(bac) and [r.start for r in arc] != [r.start for r in bac]
+    assert not any("domain" in r.attrs for r in arc)
+    monkeypatch.setattr(rna_genes, "rrna_domain",
+                        lambda rnas: "archaea" if any("domain" in r.attrs for r in rnas)
+                        else None)
+    told = rna_genes.find_rrna(recs, kingdom="auto")
+    assert [(r.start, r.end, r.strand) for r in told] == [(r.start, r.end, r.strand) for r in arc]
+    (named,) = [r for r in told if "domain" in r.attrs]
+    assert named.attrs["product"] == "16S ribosomal RNA"
+    with pytest.raises(InputError, match="kingdom must be one of"):
+        rna_genes.find_rrna(recs, kingdom="euk")
+
+
 def test_the_domain_is_named_only_where_it_is_read(ecoli_slice, monkeypatch):
-    """call_bacterial scores the rRNA genes' domain under domain="auto" with the ORF scorer
-    on; a given domain, or no scorer, leaves the search out."""
+    """call_bacterial scores the rRNA genes' domain under domain="auto" (it chooses the ORF
+    scorer and barrnap's profiles); a given domain leaves the search out."""
     from genoctx.heads import annotate
     from genoctx.heads.decoder import DecoderParams
 
@@ -346,9 +369,9 @@ def test_the_domain_is_named_only_where_it_is_read(ecoli_slice, monkeypatch):
     marked = []  # complete 16S/23S genes handed to _mark_domains per call
     real = rna_genes._mark_domains
     monkeypatch.setattr(rna_genes, "_mark_domains", lambda w: marked.append(len(w)) or real(w))
-    for kwargs, searched in (({}, [2]), ({"domain": "bacteria"}, [0]),
-                             ({"domain": "archaea"}, [0]),
-                             ({"params": DecoderParams(orf_scorer=False)}, [0])):
+    for kwargs, searched in (({}, [2]), ({"domain": "bacteria"}, []),
+                             ({"domain": "archaea"}, []),
+                             ({"params": DecoderParams(orf_scorer=False)}, [2])):
         marked.clear()
         annotate.call_bacterial(recs, procedure="single", workers=1, **kwargs)
         assert marked == searched, kwargs
