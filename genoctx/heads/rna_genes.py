@@ -6,9 +6,11 @@ head does, ``genoctx annotate`` takes RNA genes from the two tools bacterial ann
 (Prokka, Bakta) use, through their Python bindings (dependencies of genoctx):
 
 * tRNA and tmRNA: ARAGORN (Laslett & Canback 2004) via ``pyaragorn``, translation table 11;
-* 5S, 16S and 23S rRNA: barrnap's nhmmer profiles via ``pybarrnap`` (kingdom ``bac``), searched
-  only in the stretches that can hold such a gene (:func:`rrna_regions`: seeds shared with the
-  profiles' consensus); ``find_rrna(..., prefilter=False)`` searches every base.
+* 5S, 16S and 23S rRNA: barrnap's nhmmer profiles via ``pybarrnap`` (kingdom ``bac``; an
+  archaeon's, named by its complete 16S/23S genes, again with kingdom ``arc``: ``find_rrna``'s
+  ``kingdom="auto"``), searched only in the stretches that can hold such a gene
+  (:func:`rrna_regions`: seeds shared with the profiles' consensus);
+  ``find_rrna(..., prefilter=False)`` searches every base.
 
 Both are GPL-3.0 (as is ``pyrodigal``); genoctx itself stays MIT and imports them only when
 they are used, and ``--rna auto`` falls back to the head's RNA classes where they are missing.
