@@ -656,6 +656,7 @@ def test_report_has_one_row_per_sample(results):
     assert rows["BRCA1"]["variants"] == rows["BRCA1"]["scored"] == "12"
     assert rows["BRCA1"]["shards"] == "2" and rows["ex1"]["shards"] == "2"
     assert rows["ex1"]["gene_f1"] == "" and rows["pPCP1"]["variants"] == ""
+    assert {r["domain"] for r in rows.values()} == {"auto"}  # no 16S/23S gene in any
     _, genes = _gff3_rows(results / "annotate" / "ex1.gff3")
     with open(results / "evaluate" / "ex1" / "read_support.tsv") as fh:
         support = list(csv.DictReader(fh, delimiter="\t"))

@@ -271,6 +271,8 @@ def report_samples():
             "fasta": sample_file(s, "fasta"),
             "gff3": f"results/annotate/{s}.gff3",
             "shards": f"results/annotate/{s}/shards",
+            # the domain named from the genome (rule sample_domain), else the config's
+            "domain": domain_file(s) or config["annotate"].get("domain", "auto"),
             "vcf": f"results/score/{s}.vcf.gz" if has(s, "vcf") else "",
             "metrics": f"results/evaluate/{s}/metrics.json" if has(s, "truth") else "",
             "reads": f"results/evaluate/{s}/read_support.tsv" if has(s, "bam") else "",
@@ -281,4 +283,5 @@ def report_samples():
 def report_inputs(wc):
     """Every file the report reads, so that it runs after all of them."""
     keys = ("gff3", "shards", "vcf", "metrics", "reads")
-    return [row[k] for row in report_samples() for k in keys if row[k]]
+    files = [row[k] for row in report_samples() for k in keys if row[k]]
+    return files + [domain_file(s) for s in samples.index if domain_file(s)]

@@ -1,6 +1,7 @@
 """One table (a row per sample) and one figure across the samples of the workflow (rule ``report``).
 
-Columns (empty when a sample lacks that stage): the annotated sequence (contigs, bases, shards),
+Columns (empty when a sample lacks that stage): the annotated sequence (contigs, bases, shards,
+the domain its genes were decoded for: archaea, bacteria, or auto where each shard named it),
 the merged annotation (genes, RNAs, genes per kb, mean gene score), the scored variants
 (records, scored, REF mismatches, median GCX_DLL), the evaluation against the truth
 (``genoctx eval`` rows: gene sensitivity / precision / F1, per-base CDS F1) and the read
@@ -16,7 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
-COLUMNS = ("sample", "contigs", "bases", "shards", "genes", "rnas", "genes_per_kb",
+COLUMNS = ("sample", "contigs", "bases", "shards", "domain", "genes", "rnas", "genes_per_kb",
            "mean_gene_score", "variants", "scored", "ref_mismatch", "median_dll",
            "gene_sensitivity", "gene_precision", "gene_f1", "cds_base_f1",
            "genes_with_reads", "median_gene_depth")
@@ -86,7 +87,7 @@ def reads_summary(tsv: str | Path) -> dict:
 
 def sample_row(s: dict) -> dict:
     row = {"sample": s["sample"], **annotation_summary(s["gff3"]),
-           "shards": len(list(Path(s["shards"]).glob("*.bed")))}
+           "shards": len(list(Path(s["shards"]).glob("*.bed"))), "domain": _domain(s)}
     if s["vcf"]:
         row.update(variant_summary(s["vcf"]))
     if s["metrics"]:
@@ -94,6 +95,12 @@ def sample_row(s: dict) -> dict:
     if s["reads"]:
         row.update(reads_summary(s["reads"]))
     return row
+
+
+def _domain(s: dict) -> str:
+    """The domain file's word (rule sample_domain), or the configured domain itself."""
+    given = s.get("domain", "")
+    return Path(given).read_text().strip() if given.endswith(".txt") else given
 
 
 def _cell(v) -> str:
