@@ -87,7 +87,8 @@ def annotate(
     domain: str = typer.Option("auto", "--domain", help="The genome's domain: auto (named by "
                                "its 16S/23S rRNA genes, bacteria without one), bacteria or "
                                "archaea. Archaea are decoded without the ORF scorer (fitted on "
-                               "bacteria). Give it for a region or a few contigs of a genome "
+                               "bacteria) and their rRNA genes found with barrnap's archaeal "
+                               "profiles. Give it for a region or a few contigs of a genome "
                                "that may hold no rRNA gene."),
     min_score: float = typer.Option(0.0, "--min-score", help="Leave out gene calls whose "
                                     "probability (the GFF3 score) is below this (0: keep "
