@@ -32,8 +32,9 @@ Truth = the CDS features that are not pseudo and not joined (``genoctx.io.annota
 the protein table's genes for the mycobacteria),
 match = contig + strand + stop (``genoctx.eval.metrics.gene_metrics``), as in the ``genecall``
 section. Cases: the whole genome (genoctx = ``call_bacterial``, what ``genoctx annotate --model
-none`` writes; also without its cross-genome ORF scorer; Prodigal trained on the genome), and the
-genome cut into 10-kb contigs each decoded alone from pre-trained models, as in a metagenome
+none`` writes; also without its cross-genome ORF scorer; Prodigal trained on the genome), the
+genome cut into 10-kb contigs given together, as a draft assembly (both tools trained on all
+of them), and the same contigs each decoded alone from pre-trained models, as in a metagenome
 (genoctx ``--procedure meta``, its bank of 17 bacterial models; Prodigal ``-p meta``, whose 50
 models include archaea); truth genes there are those whose stop codon lies inside one contig and
 calls running off a contig's 3' end are left out (as ``genecall_fragments.py``).
@@ -169,8 +170,11 @@ def rows_for(name, domain, records, truth, contigs: bool) -> list[list]:
              ("whole", "genoctx, no ORF scorer", lambda r: call_bacterial(r, params=no_scorer)[0]),
              ("whole", "Prodigal", prodigal_calls)]
     kb = f"{CONTIG // 1000}-kb contigs, each alone"
+    draft = f"{CONTIG // 1000}-kb contigs together"
     if contigs:
-        cases += [(kb, "genoctx --procedure meta",
+        cases += [(draft, "genoctx", lambda r: call_bacterial(r)[0]),
+                  (draft, "Prodigal", prodigal_calls),
+                  (kb, "genoctx --procedure meta",
                    lambda r: call_bacterial(r, procedure="meta")[0]),
                   (kb, "Prodigal -p meta", prodigal_meta)]
     pieces = fragment(records, truth, CONTIG) if contigs else None
@@ -213,7 +217,8 @@ def main(argv=None) -> None:
             "`call_bacterial` (as `genoctx annotate --model none`), its ORF scorer fitted on 13 "
             "bacterial train genomes, its model bank on 17 (three phyla, no archaea); Prodigal "
             "= pyrodigal, trained on the genome (`-p meta` for contigs alone: 50 models, "
-            "archaea among them). Contigs: each record cut into 10-kb pieces, each decoded on "
+            "archaea among them). Contigs: each record cut into 10-kb pieces, given together "
+            "as a draft assembly (both tools trained on all of them) or each decoded on "
             "its own; truth genes with their stop inside a piece, calls running off a piece's "
             "3' end left out.\n\n" + md_table(headers, rows)
             + "\n\nWhat the cross-genome ORF scorer changes on each whole genome (genoctx "

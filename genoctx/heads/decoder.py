@@ -16,7 +16,8 @@ genome:
    neural head's in-frame CDS log-odds are added when ``probs`` are given;
 4. a gene's log-odds is the score of its ORF's best start plus a bias (DecoderParams.gene_weights
    over FEATURES), plus, after the last training round, the bounded term of a cross-genome ORF
-   scorer fitted on the train genomes (:mod:`genoctx.heads.orf_scorer`); the dynamic programme
+   scorer fitted on the train genomes (:mod:`genoctx.heads.orf_scorer`) and, in a G+C-rich
+   genome, a negative bias (:func:`high_gc_bias`); the dynamic programme
    picks the set of genes with the largest total under overlap rules (same strand ≤ 60 bp,
    convergent ≤ 200 bp and shorter than either gene's free part, divergent none), with a bonus
    for close same-strand neighbours (operons) and a penalty for strand switches and long gaps;
@@ -117,6 +118,23 @@ CALIBRATION = (0.0973, -0.3483)
 # scorer's term, so they get a fit of their own, on the train genomes' calls
 # (`python benchmarks/decoder_dev.py --no-scorer --calibrate`, 2026-12-07).
 CALIBRATION_NO_SCORER = (0.0846, 0.4306)
+# A G+C-rich genome's ORFs are long by chance (its stop codons are A+T-rich), and its weak calls
+# are more often not genes: on a self-trained genome (not a bank model's prior) the final decode
+# adds HIGH_GC_BIAS × clip((G+C − HIGH_GC_FROM) / (HIGH_GC_FULL − HIGH_GC_FROM), 0, 1) to every
+# ORF's log-odds. Set on the train genomes (benchmarks/decoder_gene_bias.py): the ORF scorer
+# fitted without the species, Paracoccus (G+C 0.68, the one G+C-rich train genome) reads its
+# best F1 at −16 (+0.0095), while no bias adds more than 0.0007 to the mean of the 12 others
+# (G+C ≤ 0.52); the ramp starts halfway between them and stops at Paracoccus's G+C
+# (docs/decoder.md, "A G+C-rich genome's weak calls").
+HIGH_GC_BIAS = -16.0
+HIGH_GC_FROM = 0.60
+HIGH_GC_FULL = 0.68
+
+
+def high_gc_bias(gc: float, bias: float = HIGH_GC_BIAS) -> float:
+    """What the final decode adds to each ORF's gene log-odds in a genome of G+C ``gc``."""
+    ramp = (gc - HIGH_GC_FROM) / (HIGH_GC_FULL - HIGH_GC_FROM)
+    return bias * min(max(ramp, 0.0), 1.0) + 0.0  # + 0.0: no -0.0 below the ramp
 
 
 @dataclass(frozen=True)
@@ -171,6 +189,7 @@ class DecoderParams:
     # way); "calls": over the ORFs of the called genes (the second revision)
     start_training: str = "orfs"
     orf_scorer: bool = True           # add the cross-genome ORF scorer's view (heads.orf_scorer)
+    high_gc_bias: float = HIGH_GC_BIAS  # final decode of a self-trained genome (high_gc_bias())
     meta_prior_bases: float = 300_000.0  # meta: coding bases the bank model weighs as
     translation_table: int = 11       # 11 or 4 (TGA = Trp: Mycoplasma); see call_genes_multi
     neural_clip: float = 6.0
@@ -585,6 +604,7 @@ class GenomeDecoder:
         self.orf_adjust: list[np.ndarray] | None = None  # per strand, [N]: the ORF scorer's term
         self.start_adjust: np.ndarray | None = None  # all strands' rows, [N]: the start scorer's
         self.prior_model = None  # meta: the bank model self-trained statistics shrink towards
+        self.final_bias: float | None = None  # see _final_bias
         self._seed_pairs: np.ndarray | None = None  # see seed_pair_llr
         self._gc_pos: list[list[np.ndarray]] | None = None  # see gc_positions
         self._all: _AllStrands | None = None  # built on first use
@@ -947,7 +967,7 @@ class GenomeDecoder:
     def train(self) -> list[np.ndarray]:
         """Seed, then alternate model fitting and decoding; returns the final choice."""
         self.orf_adjust = self.start_adjust = None
-        self.prior_model = None
+        self.prior_model = self.final_bias = None
         return self._self_train(self.seed())
 
     def _self_train(self, chosen: list[np.ndarray]) -> list[np.ndarray]:
@@ -959,12 +979,30 @@ class GenomeDecoder:
         self.fit_starts(chosen)
         return self._finish()
 
+    def _final_bias(self) -> float:
+        """What the final decode adds to every ORF's log-odds: :func:`high_gc_bias` of the
+        genome's G+C when its statistics are self-trained at genome scale
+        (:meth:`_genome_scale`), else 0 (short sequences and bank models: not measured there).
+        A decoder made by :meth:`like` takes its trainer's."""
+        if self.final_bias is None:
+            self.final_bias = (high_gc_bias(self.gc, self.params.high_gc_bias)
+                               if self._genome_scale() else 0.0)
+        return self.final_bias
+
     def _finish(self) -> list[np.ndarray]:
-        """The final decode, with the ORF scorer's term when the params ask for it."""
+        """The final decode, with the ORF scorer's term when the params ask for it and the
+        G+C-rich genome's bias (:meth:`_final_bias`)."""
+        self.orf_adjust = None
         if self.params.orf_scorer:
             from genoctx.heads.orf_scorer import default_scorer
 
             self.set_orf_adjust(default_scorer())
+        bias = self._final_bias()
+        if bias:
+            if self.orf_adjust is None:
+                self.orf_adjust = [np.full(len(s.cand), bias) for s in self.strands]
+            else:
+                self.orf_adjust = [a + bias for a in self.orf_adjust]
         return self.decode()
 
     def train_meta(self, bank) -> tuple[list[np.ndarray], str]:
@@ -980,7 +1018,7 @@ class GenomeDecoder:
         from genoctx.heads.meta_models import candidates
 
         self.orf_adjust = self.start_adjust = None
-        self.prior_model = None
+        self.prior_model = self.final_bias = None
         best, best_score, best_chosen = None, -math.inf, None
         tried = candidates(bank, self.gc)
         for m in tried:
@@ -997,9 +1035,10 @@ class GenomeDecoder:
              closed: bool | Mapping[str, tuple[bool, bool]] = False) -> GenomeDecoder:
         """A decoder of other ``records`` that scores with this one's trained statistics
         (coding and codon-pair ratios, start model, G+C) instead of training its own; its
-        :meth:`_finish` decode adds the ORF scorer's term as this one's did."""
+        :meth:`_finish` decode adds the ORF scorer's term and the G+C bias as this one's did."""
         d = GenomeDecoder(records, probs, self.params, closed)
         d.gc = self.gc
+        d.final_bias = self._final_bias()
         d.coding_model, d.pair_llr, d.start_model = self.coding_model, self.pair_llr, self.start_model
         d._score_codons()
         return d
