@@ -14,7 +14,7 @@ calls the genes of each genome as ``genoctx annotate --model none`` does (whole 
    (what ``--min-score`` keeps), beside Prodigal's F1.
 
 Genomes: the two validation genomes, four train genomes (in-sample for the calibration, the
-decoder's fitted weights and the ORF scorer) and the seven genomes of
+decoder's fitted weights and the ORF scorer) and the eight genomes of
 ``genecall_curated_unseen.py`` (fetched with ``apt-get download`` into ``--cache``,
 sha256-checked; against their RefSeq annotation or protein tables). About 5 minutes on 2 cores.
 Run: ``python benchmarks/genecall_calibration.py [--thresholds 0.4 0.5 0.6] [--cache DIR]

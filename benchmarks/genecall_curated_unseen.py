@@ -14,6 +14,9 @@ lack:
 * Methanosarcina acetivorans C2A (NC_003552.1, 5.75 Mb, G+C 0.43)
 * Bradyrhizobium japonicum USDA 110 (NC_004463.1, 9.11 Mb, G+C 0.64; Alphaproteobacteria, the
   class of Brucella and Paracoccus)
+* Roseobacter denitrificans OCh 114, its chromosome (NC_008209, 4.13 Mb, G+C 0.59;
+  Alphaproteobacteria, Rhodobacterales as Paracoccus, a genus the train genomes lack; added
+  2026-12-08, after the decoder's G+C bias was set)
 * Mycobacterium tuberculosis H37Rv (NC_000962.2, 4.41 Mb, G+C 0.66)
 * Mycolicibacterium (Mycobacterium) smegmatis mc2 155 (7.0 Mb, G+C 0.67; TAMU's sequence of
   the strain, with the reference's annotation carried over: 17 of its 6,716 genes do not end
@@ -21,7 +24,8 @@ lack:
 
 The first five are the RefSeq GenBank files (submitter annotations of 2002–2005, as
 B. melitensis's is) shipped as example data in the Debian package ``cct-examples`` 1.0.3-1
-(the CGView Comparison Tool's sample projects; GPL-2+, the records are NCBI's). The two
+(the CGView Comparison Tool's sample projects; GPL-2+, the records are NCBI's); the sixth is a
+GenBank file of the same package's script tests (its 2006 annotation, 4,209 CDS). The two
 mycobacteria are a FASTA and a protein table each, from the genome folder of TRANSIT in the
 Debian package ``tnseq-transit`` 3.2.7-1 (GPL-3). The script fetches both packages with
 ``apt-get download`` into ``--cache`` (default ``results/unseen``, which git ignores), unpacks
@@ -69,23 +73,28 @@ from genoctx.io.fasta import iter_records
 
 PACKAGE, VERSION = "cct-examples", "1:1.0.3-1"
 BASE = "usr/share/doc/cct/examples/sample_projects"
-# name, domain, group, path under BASE, sha256 of the .gbk.gz
+# name, domain, group, path in the package, sha256 of the GenBank file
 GENOMES = (
     ("Methanococcus_maripaludis_S2", "Archaea", "Methanococcales",
-     "sample_project_2/comparison_genomes/Methanococcus_maripaludis.gbk.gz",
+     f"{BASE}/sample_project_2/comparison_genomes/Methanococcus_maripaludis.gbk.gz",
      "187c0b1de0fb48301b6b1e18c8b35c5c030bbc17cd83317e3bf59d61d76b2682"),
     ("Thermococcus_kodakarensis_KOD1", "Archaea", "Thermococcales",
-     "sample_project_2/comparison_genomes/Thermococcus_kodakaraensis.gbk.gz",
+     f"{BASE}/sample_project_2/comparison_genomes/Thermococcus_kodakaraensis.gbk.gz",
      "e96f8d5cd4178bb9d187d710087def380d7ab6ac98950a595296184da08bb9d3"),
     ("Methanothermobacter_thermautotrophicus_dH", "Archaea", "Methanobacteriales",
-     "sample_project_2/reference_genome/Methanobacterium_thermoautotrophicum.gbk.gz",
+     f"{BASE}/sample_project_2/reference_genome/Methanobacterium_thermoautotrophicum.gbk.gz",
      "cfcc46f617c9abd328e329b75cb9a7ff06f4ad135f99e8afa54237ec3399d92b"),
     ("Methanosarcina_acetivorans_C2A", "Archaea", "Methanosarcinales",
-     "sample_project_2/comparison_genomes/Methanosarcina_acetivorans.gbk.gz",
+     f"{BASE}/sample_project_2/comparison_genomes/Methanosarcina_acetivorans.gbk.gz",
      "6a552bc33757c3f80e16372020527f9490f966cf7f91c4fc56e5d3be717a1309"),
     ("Bradyrhizobium_japonicum_USDA110", "Bacteria", "Alphaproteobacteria",
-     "sample_project_3/reference_genome/NC_004463.gbk.gz",
+     f"{BASE}/sample_project_3/reference_genome/NC_004463.gbk.gz",
      "3f32bd902bff9b66abc170a6a6293575cab2609339297e0fcc7529722dddc7ad"),
+    # the chromosome of R. denitrificans OCh 114 (NC_008209, 2006 annotation), test input of
+    # the package's scripts (added 2026-12-08)
+    ("Roseobacter_denitrificans_OCh114", "Bacteria", "Alphaproteobacteria",
+     "usr/share/cct/lib/scripts/get_cds/test_input/R_denitrificans.gbk",
+     "6c96fca8e8c66c4b2723ca4a59d47426e009487f2c32edd97fcfc40c75ef787c"),
 )
 # Mycobacteria (Actinomycetota) from TRANSIT's genome folder: a FASTA and a protein table (NCBI
 # .ptt-like: product, start, end, strand, length, gi, gene id, name, locus tag, COG; 1-based)
@@ -118,7 +127,7 @@ def read_prot_table(path: Path, contig: str) -> list[Gene]:
 
 def curated_genomes(cache: Path, names=None):
     """(name, domain, group, records, truth genes) of each genome (all, or those in ``names``)."""
-    pkg = fetch(cache, PACKAGE, VERSION, BASE) / BASE
+    pkg = fetch(cache, PACKAGE, VERSION, BASE)
     for name, domain, group, rel, sha in GENOMES:
         if names and name not in names:
             continue
@@ -210,8 +219,8 @@ def main(argv=None) -> None:
                          "Bradyrhizobium, mycobacteria", __file__, argv)
             + "Truth: the RefSeq records' CDS (not pseudo, not joined), or the protein table's "
             "genes (mycobacteria); match = contig + strand + stop; start agreement among "
-            "matches. None of these genomes, nor any archaeon, Bradyrhizobium or member of "
-            "the Actinomycetota, is in the data root. Genomes: GenBank files of the Debian "
+            "matches. None of these genomes, nor any archaeon, Bradyrhizobium, Roseobacter or "
+            "member of the Actinomycetota, is in the data root. Genomes: GenBank files of the Debian "
             f"package {PACKAGE} {VERSION}, FASTA and protein tables of {TNSEQ} {TNSEQ_VERSION}, "
             "sha256-checked (the script's docstring). genoctx = "
             "`call_bacterial` (as `genoctx annotate --model none`), its ORF scorer fitted on 13 "

@@ -68,7 +68,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     rows, same, f1 = [], [], []
     for name, _, _, records, truth in curated_genomes(Path(args.cache), ARCHAEA):
-        path = (fetch(Path(args.cache), PACKAGE, VERSION, BASE) / BASE
+        path = (fetch(Path(args.cache), PACKAGE, VERSION, BASE)
                 / next(g[3] for g in GENOMES if g[0] == name))
         annotated = [f for fs in read_features(path).values() for f in fs if f.kind == "rRNA"]
         found = {}
