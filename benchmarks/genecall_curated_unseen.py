@@ -1,4 +1,4 @@
-"""Gene calling on genomes genoctx never saw, scored against their own annotation: archaea, Bradyrhizobium, mycobacteria.
+"""Gene calling on genomes genoctx never saw, scored against their own annotation: archaea, Bradyrhizobium, Roseobacter, mycobacteria.
 
 The train genomes of the data root are bacteria of three phyla; the unseen-genome benchmark
 (``genecall_unseen.py``) adds genera and a phylum they lack, but with no annotation to score
@@ -216,7 +216,7 @@ def main(argv=None) -> None:
     headers = ["genome", "domain", "G+C", "case", "tool", "true genes", "calls", "sensitivity",
                "precision", "F1", "start agreement", "wall s"]
     body = (section_head("Gene calling on unseen genomes against their annotation: archaea, "
-                         "Bradyrhizobium, mycobacteria", __file__, argv)
+                         "Bradyrhizobium, Roseobacter, mycobacteria", __file__, argv)
             + "Truth: the RefSeq records' CDS (not pseudo, not joined), or the protein table's "
             "genes (mycobacteria); match = contig + strand + stop; start agreement among "
             "matches. None of these genomes, nor any archaeon, Bradyrhizobium, Roseobacter or "
