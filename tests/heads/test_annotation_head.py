@@ -192,8 +192,25 @@ def test_many_records_go_side_by_side_with_each_records_probabilities(small_mode
     want = [predict_probs(backbone, head, ids, context=1024, overlap=256, workers=1,
                           circular=c) for _, ids, c in items]
     threads, real = [], backbone.embed
-    monkeypatch.setattr(backbone, "embed", lambda t, *a, **k: threads.append(
-        (t.shape[1], threading.get_ident())) or real(t, *a, **k))
+    # Each call waits (up to 0.5 s) for a second one to be in flight. Calls that are side by
+    # side then meet, and a pool thread busy waiting cannot take the next call too (a call of
+    # a few hundred bases can otherwise end before the next is submitted, and the pool hands
+    # that one to the same idle thread: which thread ran a call was left to timing).
+    meet, in_flight = threading.Condition(), [0]
+
+    def embed(t, *a, **k):
+        with meet:
+            in_flight[0] += 1
+            meet.notify_all()
+            meet.wait_for(lambda: in_flight[0] >= 2, timeout=0.5)
+            threads.append((t.shape[1], threading.get_ident()))
+        try:
+            return real(t, *a, **k)
+        finally:
+            with meet:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(backbone, "embed", embed)
     read, steps = [], []
 
     def lazily():
